@@ -1,0 +1,27 @@
+// Package counting is one counting Bloom filter over a counter region that the
+// caller provides: the sizing math, the derivation of a key's counters from its
+// hash, and 4-bit counter arithmetic. It does no I/O.
+//
+// # Layout
+//
+// The region is an array of 64-byte blocks of 128 four-bit counters. Counter i
+// of the region lives in byte i/2, in the high nibble when i is even and the low
+// nibble when i is odd: the order of Redis BITFIELD u4 #i, so a region can move
+// byte for byte between a file and a Redis string. All k counters of a key lie in
+// one block, so a lookup touches one cache line; the extra false positives of
+// that choice are paid for by sizing (see [Plan]).
+//
+// # Invariants
+//
+//   - A key's k counters are distinct, so every add raises k counters and the
+//     sum of a block's counters is k times the keys it holds until one saturates.
+//   - Saturation is sticky: a counter at 15 stays at 15; adds and removes leave it.
+//   - A change is all or nothing per key: [Filter.Decrement] changes nothing
+//     unless every counter of the key is non-zero.
+//
+// # Concurrency
+//
+// Counter words are read and written with atomic operations. Any number of
+// goroutines may call [Filter.Contains] and [Filter.Test] while one goroutine
+// calls [Filter.Increment] or [Filter.Decrement]; the caller serializes changes.
+package counting

@@ -1,0 +1,195 @@
+package counting
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Nibble masks over a 64-bit counter word: the low bit of every counter.
+const lowBits = 0x1111111111111111
+
+// Filter is one counting Bloom filter over a caller-provided counter region.
+// The region must stay valid (mapped) while the Filter is in use.
+type Filter struct {
+	words     []uint64
+	geometry  Geometry
+	blockSalt uint64
+	slotSalt  uint64
+}
+
+// New returns a Filter over counters, which must be exactly g.Bytes() long and
+// 8-byte aligned. Distinct salts make the sub-filters of one chain place the
+// same key independently.
+func New(counters []byte, g Geometry, salt uint64) (*Filter, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if uint64(len(counters)) != g.Bytes() {
+		return nil, fmt.Errorf("%w: region of %d bytes for %d blocks", ErrInvalidGeometry, len(counters), g.Blocks)
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(counters)))%8 != 0 {
+		return nil, fmt.Errorf("%w: region not 8-byte aligned", ErrInvalidGeometry)
+	}
+	return &Filter{
+		words:     unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(counters))), len(counters)/8),
+		geometry:  g,
+		blockSalt: mix(salt ^ 0xbb67ae8584caa73b),
+		slotSalt:  mix(salt ^ 0x3c6ef372fe94f82b),
+	}, nil
+}
+
+// Geometry is the filter's shape.
+func (f *Filter) Geometry() Geometry { return f.geometry }
+
+// Contains reports whether every counter of the key is non-zero. It stops at
+// the first zero counter, so keys never added usually cost one or two loads.
+func (f *Filter) Contains(h Hash) bool {
+	words := f.blockWords(f.block(h))
+	s := f.slots(h)
+	for range f.geometry.K {
+		c := s.next()
+		if atomic.LoadUint64(&words[c>>4])>>nibbleShift(c)&MaxCounter == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Probe is the located counters of one key: its block and, per counter word
+// of the block, the low bit of each of the key's counters in that word.
+type Probe struct {
+	Block uint64
+	masks [wordsPerBlock]uint64
+}
+
+// Probe locates the key's counters without reading them.
+func (f *Filter) Probe(h Hash) Probe {
+	p := Probe{Block: f.block(h)}
+	s := f.slots(h)
+	for range f.geometry.K {
+		c := s.next()
+		p.masks[c>>4] |= 1 << nibbleShift(c)
+	}
+	return p
+}
+
+// Test reports whether every counter of the probe is non-zero.
+func (f *Filter) Test(p *Probe) bool {
+	words := f.blockWords(p.Block)
+	for i, m := range p.masks {
+		if m != 0 && nonZero(atomic.LoadUint64(&words[i]))&m != m {
+			return false
+		}
+	}
+	return true
+}
+
+// Increment adds one to every counter of the probe that is not saturated and
+// returns how many counters went from zero to one.
+func (f *Filter) Increment(p *Probe) (raised int) {
+	words := f.blockWords(p.Block)
+	for i, m := range p.masks {
+		if m == 0 {
+			continue
+		}
+		w := atomic.LoadUint64(&words[i])
+		raised += bits.OnesCount64(m &^ nonZero(w))
+		// Saturated counters are left alone; the rest are below 15, so the
+		// addition cannot carry into a neighbour.
+		atomic.StoreUint64(&words[i], w+m&^saturated(w))
+	}
+	return raised
+}
+
+// Decrement subtracts one from every counter of the probe that is not
+// saturated, only if all of them are non-zero. It returns how many counters
+// went from one to zero, and false (changing nothing) if any was zero.
+func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
+	if !f.Test(p) {
+		return 0, false
+	}
+	words := f.blockWords(p.Block)
+	for i, m := range p.masks {
+		if m == 0 {
+			continue
+		}
+		w := atomic.LoadUint64(&words[i])
+		cleared += bits.OnesCount64(m & ones(w))
+		// Every probed counter is at least 1, so the subtraction cannot borrow.
+		atomic.StoreUint64(&words[i], w-m&^saturated(w))
+	}
+	return cleared, true
+}
+
+// Counter returns counter i of the region.
+func (f *Filter) Counter(i uint64) uint8 {
+	return uint8(atomic.LoadUint64(&f.words[i>>4]) >> nibbleShift(uint(i&15)) & MaxCounter)
+}
+
+// Tally sums the counters of the region and counts the non-zero and saturated
+// ones. It reads every counter: a check, not a hot path.
+func (f *Filter) Tally() (sum, nonZeroCounters, saturatedCounters uint64) {
+	for i := range f.words {
+		w := atomic.LoadUint64(&f.words[i])
+		nonZeroCounters += uint64(bits.OnesCount64(nonZero(w)))
+		saturatedCounters += uint64(bits.OnesCount64(saturated(w)))
+		for ; w != 0; w >>= 4 {
+			sum += w & MaxCounter
+		}
+	}
+	return sum, nonZeroCounters, saturatedCounters
+}
+
+// block maps the hash onto [0, Blocks) with a multiply, not a division.
+func (f *Filter) block(h Hash) uint64 {
+	hi, _ := bits.Mul64(mix(h.Sum^f.blockSalt), f.geometry.Blocks)
+	return hi
+}
+
+func (f *Filter) blockWords(block uint64) *[wordsPerBlock]uint64 {
+	return (*[wordsPerBlock]uint64)(f.words[block*wordsPerBlock:])
+}
+
+func (f *Filter) slots(h Hash) slotStream {
+	return slotStream{state: h.Derived ^ f.slotSalt}
+}
+
+// slotStream yields a key's distinct counters within its block: 7-bit chunks
+// of a mixed state, skipping counters already taken.
+type slotStream struct {
+	state uint64
+	bits  uint64
+	left  int
+	taken [2]uint64
+}
+
+func (s *slotStream) next() uint {
+	for {
+		if s.left == 0 {
+			s.state += 0x9e3779b97f4a7c15
+			s.bits, s.left = mix(s.state), 64/7
+		}
+		c := uint(s.bits & (CountersPerBlock - 1))
+		s.bits >>= 7
+		s.left--
+		if bit := uint64(1) << (c & 63); s.taken[c>>6]&bit == 0 {
+			s.taken[c>>6] |= bit
+			return c
+		}
+	}
+}
+
+// nibbleShift is the bit offset of counter c (0..15) within its little-endian
+// word: byte c/2, high nibble for even c.
+func nibbleShift(c uint) uint { return ((c & 15) ^ 1) << 2 }
+
+// nonZero has the low bit of every non-zero counter of w set.
+func nonZero(w uint64) uint64 { return (w | w>>1 | w>>2 | w>>3) & lowBits }
+
+// saturated has the low bit of every counter of w that is 15 set.
+func saturated(w uint64) uint64 { return w & (w >> 1) & (w >> 2) & (w >> 3) & lowBits }
+
+// ones has the low bit of every counter of w that is exactly 1 set.
+func ones(w uint64) uint64 { return w &^ (w >> 1) &^ (w >> 2) &^ (w >> 3) & lowBits }

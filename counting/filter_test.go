@@ -1,0 +1,214 @@
+package counting
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newTestFilter(t testing.TB, g Geometry) (*Filter, []byte) {
+	t.Helper()
+	region := make([]byte, g.Bytes())
+	f, err := New(region, g, 42)
+	require.NoError(t, err)
+	return f, region
+}
+
+func key(i int) []byte { return binary.LittleEndian.AppendUint64([]byte("key-"), uint64(i)) }
+
+// probeOf builds a probe over the given counters of block 0.
+func probeOf(counters ...uint) Probe {
+	var p Probe
+	for _, c := range counters {
+		p.masks[c>>4] |= 1 << nibbleShift(c)
+	}
+	return p
+}
+
+func TestCounterOrderIsRedisBitfieldU4(t *testing.T) {
+	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 1})
+	// Counter i is in byte i/2, high nibble for even i (BITFIELD u4 #i).
+	for _, c := range []uint{0, 1, 2, 17, 126, 127} {
+		clear(region)
+		p := probeOf(c)
+		f.Increment(&p)
+		want := make([]byte, BlockBytes)
+		if c%2 == 0 {
+			want[c/2] = 0x10
+		} else {
+			want[c/2] = 0x01
+		}
+		assert.Equal(t, want, region, "counter %d", c)
+		assert.Equal(t, uint8(1), f.Counter(uint64(c)))
+	}
+}
+
+func TestSaturationIsSticky(t *testing.T) {
+	f, _ := newTestFilter(t, Geometry{Blocks: 1, K: 2})
+	p := probeOf(3, 40)
+	for range 20 {
+		f.Increment(&p)
+	}
+	assert.Equal(t, uint8(MaxCounter), f.Counter(3))
+	other := probeOf(40, 41)
+	f.Increment(&other)
+	for range 20 {
+		_, ok := f.Decrement(&p)
+		require.True(t, ok, "a saturated counter never reaches zero")
+	}
+	assert.Equal(t, uint8(MaxCounter), f.Counter(3), "removes never decrement a saturated counter")
+	assert.Equal(t, uint8(MaxCounter), f.Counter(40))
+	assert.Equal(t, uint8(1), f.Counter(41), "neighbouring counters are untouched")
+}
+
+func TestDecrementIsAllOrNothing(t *testing.T) {
+	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 3})
+	present := probeOf(5, 6, 7)
+	f.Increment(&present)
+	before := append([]byte(nil), region...)
+	absent := probeOf(5, 6, 99) // counter 99 is zero
+	cleared, ok := f.Decrement(&absent)
+	assert.False(t, ok)
+	assert.Zero(t, cleared)
+	assert.Equal(t, before, region, "a refused decrement changes nothing")
+	cleared, ok = f.Decrement(&present)
+	assert.True(t, ok)
+	assert.Equal(t, 3, cleared)
+	assert.Equal(t, make([]byte, BlockBytes), region)
+}
+
+func TestProbeSetsKDistinctCountersInOneBlock(t *testing.T) {
+	for _, k := range []int{1, 7, 20, MaxK} {
+		f, _ := newTestFilter(t, Geometry{Blocks: 1000, K: k})
+		h := NewHasher(7)
+		for i := range 2000 {
+			p := f.Probe(h.Key(key(i)))
+			n := 0
+			for _, m := range p.masks {
+				n += bits.OnesCount64(m)
+			}
+			require.Equal(t, k, n, "key %d", i)
+			require.Less(t, p.Block, uint64(1000))
+		}
+	}
+}
+
+func TestContainsAgreesWithProbe(t *testing.T) {
+	g, err := Plan(5000, 0.01)
+	require.NoError(t, err)
+	f, _ := newTestFilter(t, g)
+	h := NewHasher(1)
+	for i := range 5000 {
+		p := f.Probe(h.Key(key(i)))
+		f.Increment(&p)
+	}
+	for i := range 20000 {
+		hk := h.Key(key(i))
+		p := f.Probe(hk)
+		require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
+		if i < 5000 {
+			require.True(t, f.Contains(hk), "added key %d missing", i)
+		}
+	}
+}
+
+func TestStringHashEqualsBytesHash(t *testing.T) {
+	h := NewHasher(99)
+	for _, s := range []string{"", "a", "https://example.com/some/long/path/that/is/more/than/32/bytes"} {
+		assert.Equal(t, h.Key([]byte(s)), h.String(s))
+	}
+	assert.NotEqual(t, NewHasher(1).String("a"), NewHasher(2).String("a"), "the seed changes the hash")
+}
+
+func TestMeasuredFalsePositiveRateMatchesPlan(t *testing.T) {
+	for _, p := range []float64{0.01, 0.001} {
+		t.Run(fmt.Sprint(p), func(t *testing.T) {
+			const n = 50_000
+			g, err := Plan(n, p)
+			require.NoError(t, err)
+			f, _ := newTestFilter(t, g)
+			h := NewHasher(3)
+			for i := range n {
+				pr := f.Probe(h.Key(key(i)))
+				f.Increment(&pr)
+			}
+			const probes = 1_000_000
+			hits := 0
+			for i := n; i < n+probes; i++ {
+				if f.Contains(h.Key(key(i))) {
+					hits++
+				}
+			}
+			rate := float64(hits) / probes
+			t.Logf("planned %g, measured %g (k=%d, %.1f bits/key)", p, rate, g.K, float64(g.Bytes()*8)/n)
+			// Five standard deviations above the target is a failure.
+			sigma := sqrt(p * (1 - p) / probes)
+			assert.LessOrEqual(t, rate, p+5*sigma)
+		})
+	}
+}
+
+func sqrt(x float64) float64 {
+	z := x
+	for range 50 {
+		z = (z + x/z) / 2
+	}
+	return z
+}
+
+func TestTally(t *testing.T) {
+	f, _ := newTestFilter(t, Geometry{Blocks: 2, K: 4})
+	h := NewHasher(5)
+	for i := range 10 {
+		p := f.Probe(h.Key(key(i)))
+		f.Increment(&p)
+	}
+	sum, nz, sat := f.Tally()
+	assert.Equal(t, uint64(40), sum, "sum is k times the keys while nothing saturates")
+	assert.Positive(t, nz)
+	assert.Zero(t, sat)
+}
+
+func TestNewRejectsBadRegions(t *testing.T) {
+	g := Geometry{Blocks: 2, K: 3}
+	_, err := New(make([]byte, 64), g, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry))
+	_, err = New(make([]byte, 129)[1:], g, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry), "misaligned")
+	_, err = New(make([]byte, 128), Geometry{Blocks: 2, K: 0}, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry))
+	_, err = New(make([]byte, 128), Geometry{Blocks: 2, K: MaxK + 1}, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry))
+}
+
+func TestPlan(t *testing.T) {
+	for _, bad := range []struct {
+		n uint64
+		p float64
+	}{{0, 0.01}, {10, 0}, {10, 1}, {10, -1}, {10, 2}} {
+		_, err := Plan(bad.n, bad.p)
+		assert.True(t, errors.Is(err, ErrInvalidGeometry), "%+v", bad)
+	}
+	_, err := Plan(1<<60, 1e-9)
+	assert.True(t, errors.Is(err, ErrTooLarge))
+
+	prev := uint64(0)
+	for _, p := range []float64{0.1, 0.01, 0.001, 1e-4, 1e-6} {
+		g, err := Plan(100_000, p)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, g.FalsePositiveRate(100_000), p)
+		assert.Greater(t, g.Blocks, prev, "a tighter rate needs more room")
+		prev = g.Blocks
+		// One block fewer would miss the target: the plan is the smallest.
+		smaller := Geometry{Blocks: g.Blocks - 1, K: g.K}
+		assert.Greater(t, smaller.FalsePositiveRate(100_000), p)
+	}
+	g, err := Plan(1, 0.5)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), g.Blocks)
+}

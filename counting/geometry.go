@@ -1,0 +1,202 @@
+package counting
+
+import (
+	"fmt"
+	"math"
+)
+
+// The block shape is part of the file format and of the Redis copy; it never
+// changes without a new format version.
+const (
+	// BlockBytes is the size of one block: one cache line.
+	BlockBytes = 64
+	// CountersPerBlock is the number of 4-bit counters in a block.
+	CountersPerBlock = BlockBytes * 2
+	// wordsPerBlock is the number of 64-bit counter words in a block.
+	wordsPerBlock = BlockBytes / 8
+	// MaxCounter is the saturated value of a counter.
+	MaxCounter = 15
+)
+
+// Limits of a geometry.
+const (
+	// MaxK is the largest number of counters per key.
+	MaxK = 32
+	// MaxBytes bounds one filter's counter region (1 TiB).
+	MaxBytes = 1 << 40
+	// maxLoad is the largest number of keys per block the sizing model tracks;
+	// blocks with more keys are counted as always giving a false positive.
+	maxLoad = 256
+)
+
+// Geometry is the shape of one filter: how many blocks and how many counters
+// each key sets. It is computed once by [Plan] and then persisted, so a filter
+// never depends on floating-point results computed on another machine.
+type Geometry struct {
+	Blocks uint64 // number of 64-byte blocks, at least 1
+	K      int    // counters per key, 1..MaxK
+}
+
+// Bytes is the size of the counter region.
+func (g Geometry) Bytes() uint64 { return g.Blocks * BlockBytes }
+
+// Counters is the number of counters in the region.
+func (g Geometry) Counters() uint64 { return g.Blocks * CountersPerBlock }
+
+// Validate reports whether g can describe a region.
+func (g Geometry) Validate() error {
+	if g.Blocks == 0 || g.Blocks > MaxBytes/BlockBytes {
+		return fmt.Errorf("%w: %d blocks (want 1..%d)", ErrInvalidGeometry, g.Blocks, uint64(MaxBytes/BlockBytes))
+	}
+	if g.K < 1 || g.K > MaxK {
+		return fmt.Errorf("%w: k=%d (want 1..%d)", ErrInvalidGeometry, g.K, MaxK)
+	}
+	return nil
+}
+
+// FalsePositiveRate is the expected probability that a key never added is
+// reported present once n distinct keys were added.
+func (g Geometry) FalsePositiveRate(n uint64) float64 {
+	if g.Validate() != nil {
+		return 1
+	}
+	return newLoadModel(g.K).falsePositiveRate(float64(n) / float64(g.Blocks))
+}
+
+// Plan returns the smallest geometry whose false-positive rate stays at or
+// below errorRate when it holds capacity keys.
+//
+// Blocks receive a Poisson-distributed number of keys, and each key sets k
+// distinct counters of its block chosen uniformly. For each k the model gives
+// the rate exactly as a function of the mean load; Plan finds the largest load
+// that meets errorRate and keeps the k that needs the fewest blocks.
+func Plan(capacity uint64, errorRate float64) (Geometry, error) {
+	if capacity == 0 {
+		return Geometry{}, fmt.Errorf("%w: capacity 0", ErrInvalidGeometry)
+	}
+	if !(errorRate > 0 && errorRate < 1) {
+		return Geometry{}, fmt.Errorf("%w: error rate %v outside (0, 1)", ErrInvalidGeometry, errorRate)
+	}
+	var best Geometry
+	worse := 0
+	for k := 1; k <= MaxK; k++ {
+		load := newLoadModel(k).maxLoad(errorRate)
+		if load <= 0 {
+			continue
+		}
+		blocks := math.Ceil(float64(capacity) / load)
+		if blocks > MaxBytes/BlockBytes {
+			continue
+		}
+		g := Geometry{Blocks: max(uint64(blocks), 1), K: k}
+		switch {
+		case best.Blocks == 0 || g.Blocks < best.Blocks:
+			best, worse = g, 0
+		default:
+			// The size is unimodal in k; two steps past the best is enough.
+			if worse++; worse >= 2 {
+				return best, nil
+			}
+		}
+	}
+	if best.Blocks == 0 {
+		return Geometry{}, fmt.Errorf("%w: %d keys at error rate %g need more than %d bytes", ErrTooLarge, capacity, errorRate, uint64(MaxBytes))
+	}
+	return best, nil
+}
+
+// loadModel holds, for one k, the false-positive rate of a block that holds
+// j keys, j = 0..maxLoad.
+type loadModel struct {
+	k       int
+	perLoad [maxLoad + 1]float64
+}
+
+// newLoadModel runs the Markov chain over the number of covered counters of a
+// block as keys arrive: a key covering x new counters when c are covered
+// follows the hypergeometric law C(B-c, x) C(c, k-x) / C(B, k). A probe is a
+// false positive when all its k counters are covered: C(c, k) / C(B, k).
+func newLoadModel(k int) *loadModel {
+	const b = CountersPerBlock
+	var lf [b + 1]float64
+	for i := 1; i <= b; i++ {
+		lf[i] = lf[i-1] + math.Log(float64(i))
+	}
+	logChoose := func(n, r int) float64 { return lf[n] - lf[r] - lf[n-r] }
+	total := logChoose(b, k)
+
+	// step[c][x]: probability that a key covers x new counters when c are covered.
+	step := make([][]float64, b+1)
+	for c := 0; c <= b; c++ {
+		step[c] = make([]float64, k+1)
+		for x := 0; x <= k; x++ {
+			if x <= b-c && k-x <= c {
+				step[c][x] = math.Exp(logChoose(b-c, x) + logChoose(c, k-x) - total)
+			}
+		}
+	}
+	var hit [b + 1]float64
+	for c := k; c <= b; c++ {
+		hit[c] = math.Exp(logChoose(c, k) - total)
+	}
+
+	m := &loadModel{k: k}
+	dist := make([]float64, b+1)
+	next := make([]float64, b+1)
+	dist[0] = 1
+	for j := 0; j <= maxLoad; j++ {
+		var rate float64
+		for c, p := range dist {
+			rate += p * hit[c]
+		}
+		m.perLoad[j] = min(rate, 1)
+		clear(next)
+		for c, p := range dist {
+			if p == 0 {
+				continue
+			}
+			for x, q := range step[c] {
+				if q != 0 {
+					next[c+x] += p * q
+				}
+			}
+		}
+		dist, next = next, dist
+	}
+	return m
+}
+
+// falsePositiveRate averages the per-load rate over a Poisson load of mean lambda.
+func (m *loadModel) falsePositiveRate(lambda float64) float64 {
+	if lambda <= 0 {
+		return 0
+	}
+	logLambda := math.Log(lambda)
+	var rate, mass float64
+	logP := -lambda
+	for j := 0; j <= maxLoad; j++ {
+		p := math.Exp(logP)
+		rate += p * m.perLoad[j]
+		mass += p
+		logP += logLambda - math.Log(float64(j+1))
+	}
+	// Loads past the model count as certain false positives.
+	return min(rate+max(0, 1-mass), 1)
+}
+
+// maxLoad is the largest mean load whose rate is at most errorRate.
+func (m *loadModel) maxLoad(errorRate float64) float64 {
+	lo, hi := 0.0, float64(maxLoad)/2
+	if m.falsePositiveRate(hi) <= errorRate {
+		return hi
+	}
+	for range 64 {
+		mid := (lo + hi) / 2
+		if m.falsePositiveRate(mid) <= errorRate {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
