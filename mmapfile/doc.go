@@ -1,0 +1,16 @@
+// Package mmapfile is a file mapped into memory in page-aligned regions.
+//
+// Each region is its own mapping, so growing the file maps new regions and never
+// moves an existing one: a pointer into a region stays valid until that region
+// is unmapped. Room is reserved on disk before it is mapped, so a full disk is an
+// error from [File.Reserve], not a fault on first touch.
+//
+// Unix systems are supported in full. Elsewhere files can be mapped, but
+// [File.Lock] reports [ErrUnsupported], so only read-only use works there.
+//
+// # Concurrency
+//
+// A File's methods may be called from several goroutines, but the caller
+// orders growth, release and unmapping against the use of the regions: the
+// package reads and writes no mapped byte itself.
+package mmapfile

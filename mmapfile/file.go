@@ -1,0 +1,153 @@
+package mmapfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// OpenFunc opens the underlying file; os.OpenFile by default. Tests replace it
+// to inject faults.
+type OpenFunc func(name string, flag int, perm fs.FileMode) (*os.File, error)
+
+// File is an open file whose regions can be mapped.
+type File struct {
+	file     *os.File
+	path     string
+	writable bool
+}
+
+// Open opens path with flag and perm through open (os.OpenFile when nil).
+// Regions of a file opened without os.O_RDWR are mapped read-only.
+func Open(path string, flag int, perm fs.FileMode, open OpenFunc) (*File, error) {
+	if open == nil {
+		open = os.OpenFile
+	}
+	file, err := open(path, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &File{file: file, path: path, writable: flag&os.O_RDWR != 0}, nil
+}
+
+// Path is the path the file was opened with.
+func (f *File) Path() string { return f.path }
+
+// Writable reports whether the file was opened for writing.
+func (f *File) Writable() bool { return f.writable }
+
+// Size is the file's current size in bytes.
+func (f *File) Size() (int64, error) {
+	info, err := f.file.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return info.Size(), nil
+}
+
+// Allocated is the number of bytes the file occupies on disk.
+func (f *File) Allocated() (int64, error) { return allocated(f) }
+
+// Reserve makes sure [off, off+n) exists and is allocated on disk, growing the
+// file if needed. New bytes read as zero.
+func (f *File) Reserve(off, n int64) error {
+	if off < 0 || n < 0 {
+		return fmt.Errorf("%w: reserve %d bytes at %d", ErrOutOfRange, n, off)
+	}
+	return reserve(f, off, n)
+}
+
+// Release gives the disk blocks of [off, off+n) back where the platform can,
+// and leaves the range reading as zeros in any case. The file keeps its size.
+func (f *File) Release(off, n int64) error {
+	if off < 0 || n < 0 {
+		return fmt.Errorf("%w: release %d bytes at %d", ErrOutOfRange, n, off)
+	}
+	return release(f, off, n)
+}
+
+// Lock takes an exclusive lock on the file without waiting: ErrLocked if
+// another open file description (in this process or another) holds it. The
+// lock goes with Close.
+func (f *File) Lock() error { return lock(f) }
+
+// Sync flushes the file's data and metadata (its size) to disk.
+func (f *File) Sync() error { return f.file.Sync() }
+
+// Close closes the file. Regions stay mapped until they are unmapped.
+func (f *File) Close() error { return f.file.Close() }
+
+// Region is one mapping of part of the file.
+type Region struct {
+	mapping mmap.MMap
+	data    []byte
+}
+
+// Map maps [off, off+n) of the file, read-write if the file is writable. The
+// range must lie inside the file. off need not be aligned to the system page
+// size; the mapping starts at the page boundary below it.
+func (f *File) Map(off, n int64) (*Region, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n <= 0 || off > size || n > size-off || n > maxMapping {
+		return nil, fmt.Errorf("%w: %d bytes at %d in a file of %d bytes", ErrOutOfRange, n, off, size)
+	}
+	page := int64(os.Getpagesize())
+	start := off - off%page
+	prot := mmap.RDONLY
+	if f.writable {
+		prot = mmap.RDWR
+	}
+	mapping, err := mmap.MapRegion(f.file, int(n+off-start), prot, 0, start)
+	if err != nil {
+		return nil, &fs.PathError{Op: "mmap", Path: f.path, Err: err}
+	}
+	return &Region{mapping: mapping, data: mapping[off-start:][:n:n]}, nil
+}
+
+// Bytes is the mapped range.
+func (r *Region) Bytes() []byte { return r.data }
+
+// Sync writes the region's changed pages to disk and waits for them.
+func (r *Region) Sync() error { return r.mapping.Flush() }
+
+// Unmap releases the mapping. Bytes must not be used afterwards.
+func (r *Region) Unmap() error {
+	r.data = nil
+	return r.mapping.Unmap()
+}
+
+// maxMapping keeps lengths inside int on 32-bit platforms.
+const maxMapping = int64(^uint(0) >> 1)
+
+// zeroRange writes zeros over [off, off+n): the portable way to reserve room
+// and to clear released room.
+func zeroRange(f *File, off, n int64) error {
+	zeros := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		chunk := min(n, int64(len(zeros)))
+		if _, err := f.file.WriteAt(zeros[:chunk], off); err != nil {
+			return err
+		}
+		off += chunk
+		n -= chunk
+	}
+	return nil
+}
+// growByWriting reserves [off, off+n) by writing zeros over the part beyond
+// the current end of the file; bytes already in the file are left as they are.
+func growByWriting(f *File, off, n int64) error {
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	if end := off + n; end > size {
+		start := max(off, size)
+		return zeroRange(f, start, end-start)
+	}
+	return nil
+}

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package mmapfile
+
+import (
+	"fmt"
+	"runtime"
+)
+
+func lock(*File) error {
+	return fmt.Errorf("%w: file locks on %s", ErrUnsupported, runtime.GOOS)
+}
+
+func allocated(f *File) (int64, error) { return f.Size() }

@@ -1,0 +1,128 @@
+package mmapfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openTemp(t *testing.T) *File {
+	t.Helper()
+	f, err := Open(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestGrowthNeverMovesAMapping(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Reserve(0, 4096))
+	first, err := f.Map(0, 4096)
+	require.NoError(t, err)
+	first.Bytes()[10] = 7
+
+	require.NoError(t, f.Reserve(4096, 1<<20))
+	second, err := f.Map(4096, 1<<20)
+	require.NoError(t, err)
+	second.Bytes()[0] = 9
+
+	assert.Equal(t, byte(7), first.Bytes()[10], "the first mapping is still valid after growth")
+	require.NoError(t, first.Sync())
+	require.NoError(t, second.Sync())
+	raw, err := os.ReadFile(f.Path())
+	require.NoError(t, err)
+	assert.Equal(t, byte(7), raw[10])
+	assert.Equal(t, byte(9), raw[4096])
+	require.NoError(t, first.Unmap())
+	require.NoError(t, second.Unmap())
+}
+
+func TestMapUnalignedOffset(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Reserve(0, 3*4096))
+	r, err := f.Map(4096+64, 128)
+	require.NoError(t, err)
+	defer r.Unmap()
+	r.Bytes()[0] = 1
+	raw, err := os.ReadFile(f.Path())
+	require.NoError(t, err)
+	assert.Equal(t, byte(1), raw[4096+64])
+	assert.Len(t, r.Bytes(), 128)
+}
+
+func TestMapOutsideTheFile(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Reserve(0, 4096))
+	for _, c := range [][2]int64{{0, 8192}, {4096, 1}, {-1, 10}, {0, 0}, {1 << 40, 4096}} {
+		_, err := f.Map(c[0], c[1])
+		assert.True(t, errors.Is(err, ErrOutOfRange), "%v: %v", c, err)
+	}
+}
+
+func TestReleaseGivesSpaceBack(t *testing.T) {
+	f := openTemp(t)
+	const size = 8 << 20
+	require.NoError(t, f.Reserve(0, size))
+	r, err := f.Map(0, size)
+	require.NoError(t, err)
+	defer r.Unmap()
+	for i := range r.Bytes() {
+		r.Bytes()[i] = 0xff
+	}
+	require.NoError(t, r.Sync())
+	before, err := f.Allocated()
+	require.NoError(t, err)
+
+	require.NoError(t, f.Release(4096, size-4096))
+	after, err := f.Allocated()
+	require.NoError(t, err)
+	assert.Less(t, after, before/2, "released blocks are returned to the file system")
+	assert.Equal(t, byte(0), r.Bytes()[size-1], "released room reads as zeros")
+	assert.Equal(t, byte(0xff), r.Bytes()[0])
+	sz, err := f.Size()
+	require.NoError(t, err)
+	assert.Equal(t, int64(size), sz, "release keeps the size")
+}
+
+func TestSecondLockIsRefused(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Lock())
+	other, err := Open(f.Path(), os.O_RDWR, 0, nil)
+	require.NoError(t, err)
+	defer other.Close()
+	assert.ErrorIs(t, other.Lock(), ErrLocked)
+	require.NoError(t, f.Close())
+	assert.NoError(t, other.Lock(), "the lock goes with Close")
+}
+
+func TestReadOnlyFile(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Reserve(0, 4096))
+	ro, err := Open(f.Path(), os.O_RDONLY, 0, nil)
+	require.NoError(t, err)
+	defer ro.Close()
+	assert.False(t, ro.Writable())
+	r, err := ro.Map(0, 4096)
+	require.NoError(t, err)
+	assert.Equal(t, byte(0), r.Bytes()[0])
+	require.NoError(t, r.Unmap())
+	var pathErr *fs.PathError
+	assert.ErrorAs(t, ro.Reserve(4096, 4096), &pathErr, "syscall failures keep their path")
+}
+
+func TestOpenFuncIsUsed(t *testing.T) {
+	injected := errors.New("injected")
+	_, err := Open("x", os.O_RDONLY, 0, func(string, int, fs.FileMode) (*os.File, error) { return nil, injected })
+	assert.ErrorIs(t, err, injected)
+}
+
+func TestNegativeRanges(t *testing.T) {
+	f := openTemp(t)
+	assert.ErrorIs(t, f.Reserve(-1, 1), ErrOutOfRange)
+	assert.ErrorIs(t, f.Release(0, -1), ErrOutOfRange)
+}
