@@ -1,0 +1,163 @@
+package seqno
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The journal's layout. Never change these: they are part of the file format.
+// The memory sequence has a cache line of its own; the undo record follows.
+//
+//	0                8                                                 64
+//	+----------------+-------------------------------------------------+
+//	| mem seq  u64   | zero                                            |
+//	+----------------+-------+--------+---------------------------------+
+//	64               72      76       80
+//	| undo seq u64   | spans | crc32c | span 0 | span 1 | span 2        |
+//	|                | u32   | u32    | 80 B each                       |
+//	+----------------+-------+--------+---------------------------------+
+//
+// A span is:
+//
+//	0        4        8                16                              80
+//	+--------+--------+----------------+-------------------------------+
+//	| area   | length | offset u64     | prior bytes [64]              |
+//	| u32    | u32    |                | (length used, rest zero)      |
+//	+--------+--------+----------------+-------------------------------+
+//
+// The crc32c covers the undo seq, the span count and the used spans.
+const (
+	journalMemSeq = 0
+	undoOffset    = 64
+	undoSeq       = undoOffset + 0
+	undoCount     = undoOffset + 8
+	undoCRC       = undoOffset + 12
+	undoSpans     = undoOffset + 16
+	spanArea      = 0
+	spanLength    = 4
+	spanOffset    = 8
+	spanBytes     = 16
+	spanSize      = 80
+	// MaxSpans is the number of spans one change may save.
+	MaxSpans = 3
+	// MaxSpanBytes is the largest span.
+	MaxSpanBytes = 64
+	// JournalSize is the size of the journal area.
+	JournalSize = undoSpans + MaxSpans*spanSize
+)
+
+// Span is the prior content of bytes a change writes: Length bytes at Offset
+// of an area the caller names.
+type Span struct {
+	Area   uint32
+	Offset uint64
+	Prior  []byte
+}
+
+// Journal is the memory sequence and undo record over a caller's region,
+// usually a mapped page of the file.
+type Journal struct {
+	region []byte
+	memSeq *uint64
+	undo   *uint64
+	spans  int
+}
+
+// NewJournal returns a Journal over region[:JournalSize]; region must be
+// 8-byte aligned.
+func NewJournal(region []byte) (*Journal, error) {
+	if len(region) < JournalSize {
+		return nil, fmt.Errorf("%w: journal of %d bytes", ErrCorrupt, len(region))
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(region)))%8 != 0 {
+		return nil, fmt.Errorf("%w: journal not 8-byte aligned", ErrCorrupt)
+	}
+	region = region[:JournalSize:JournalSize]
+	return &Journal{
+		region: region,
+		memSeq: (*uint64)(unsafe.Pointer(&region[journalMemSeq])),
+		undo:   (*uint64)(unsafe.Pointer(&region[undoSeq])),
+	}, nil
+}
+
+// MemSeq is the sequence of the last committed change.
+func (j *Journal) MemSeq() uint64 { return atomic.LoadUint64(j.memSeq) }
+
+// Reset sets the memory sequence to seq and forgets any undo record: for a
+// new file, or after a pending record was applied.
+func (j *Journal) Reset(seq uint64) {
+	atomic.StoreUint64(j.undo, 0)
+	atomic.StoreUint64(j.memSeq, seq)
+}
+
+// Begin starts the undo record of the next change.
+func (j *Journal) Begin() { j.spans = 0 }
+
+// Save records the prior content of a span the change will write. It must
+// come before the write, and a change saves at most MaxSpans spans of at most
+// MaxSpanBytes each; more is a bug in the caller.
+func (j *Journal) Save(area uint32, offset uint64, prior []byte) {
+	if j.spans == MaxSpans || len(prior) > MaxSpanBytes {
+		panic(fmt.Sprintf("seqno: span %d of %d bytes exceeds the undo record", j.spans, len(prior)))
+	}
+	s := j.region[undoSpans+j.spans*spanSize:][:spanSize]
+	binary.LittleEndian.PutUint32(s[spanArea:], area)
+	binary.LittleEndian.PutUint32(s[spanLength:], uint32(len(prior)))
+	binary.LittleEndian.PutUint64(s[spanOffset:], offset)
+	copy(s[spanBytes:], prior)
+	clear(s[spanBytes+len(prior):])
+	j.spans++
+}
+
+// Seal completes the record; the change may write after Seal returns.
+func (j *Journal) Seal() {
+	seq := j.MemSeq() + 1
+	binary.LittleEndian.PutUint32(j.region[undoCount:], uint32(j.spans))
+	binary.LittleEndian.PutUint32(j.region[undoCRC:], j.checksum(seq, j.spans))
+	// The sequence goes last: a record naming the next sequence is whole.
+	atomic.StoreUint64(j.undo, seq)
+}
+
+// Commit makes the sealed change the last committed one.
+func (j *Journal) Commit() { atomic.StoreUint64(j.memSeq, atomic.LoadUint64(j.undo)) }
+
+// Pending returns the undo record of a change that was sealed but never
+// committed, if there is one.
+func (j *Journal) Pending() ([]Span, bool, error) {
+	seq := atomic.LoadUint64(j.undo)
+	if seq != j.MemSeq()+1 {
+		return nil, false, nil
+	}
+	n := binary.LittleEndian.Uint32(j.region[undoCount:])
+	if n > MaxSpans {
+		return nil, false, fmt.Errorf("%w: undo record of %d spans", ErrCorrupt, n)
+	}
+	if j.checksum(seq, int(n)) != binary.LittleEndian.Uint32(j.region[undoCRC:]) {
+		return nil, false, fmt.Errorf("%w: undo record checksum mismatch", ErrCorrupt)
+	}
+	spans := make([]Span, n)
+	for i := range spans {
+		s := j.region[undoSpans+i*spanSize:][:spanSize]
+		length := binary.LittleEndian.Uint32(s[spanLength:])
+		if length > MaxSpanBytes {
+			return nil, false, fmt.Errorf("%w: undo span of %d bytes", ErrCorrupt, length)
+		}
+		spans[i] = Span{
+			Area:   binary.LittleEndian.Uint32(s[spanArea:]),
+			Offset: binary.LittleEndian.Uint64(s[spanOffset:]),
+			Prior:  append([]byte(nil), s[spanBytes:spanBytes+length]...),
+		}
+	}
+	return spans, true, nil
+}
+
+func (j *Journal) checksum(seq uint64, spans int) uint32 {
+	var head [12]byte
+	binary.LittleEndian.PutUint64(head[:], seq)
+	binary.LittleEndian.PutUint32(head[8:], uint32(spans))
+	crc := crc32.Update(0, castagnoli, head[:])
+	return crc32.Update(crc, castagnoli, j.region[undoSpans:undoSpans+spans*spanSize])
+}

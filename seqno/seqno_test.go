@@ -1,0 +1,167 @@
+package seqno
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestStateRoundTrip(t *testing.T) {
+	b := make([]byte, StateSize)
+	s := State{Dirty: true, DurableSeq: 1234, Boot: BootID{1, 2, 3}}
+	s.Encode(b)
+	got, err := DecodeState(b)
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+
+	for i := range b {
+		damaged := append([]byte(nil), b...)
+		damaged[i] ^= 0x40
+		_, err := DecodeState(damaged)
+		assert.ErrorIs(t, err, ErrCorrupt, "byte %d", i)
+	}
+	_, err = DecodeState(b[:10])
+	assert.ErrorIs(t, err, ErrCorrupt)
+}
+
+func TestOutcome(t *testing.T) {
+	this, other := BootID{1}, BootID{2}
+	assert.Equal(t, Clean, State{}.Outcome(this, true))
+	assert.Equal(t, Clean, State{Boot: other}.Outcome(this, true))
+	assert.Equal(t, ProcessCrash, State{Dirty: true, Boot: this}.Outcome(this, true))
+	assert.Equal(t, MachineCrash, State{Dirty: true, Boot: other}.Outcome(this, true))
+	assert.Equal(t, MachineCrash, State{Dirty: true, Boot: this}.Outcome(this, false),
+		"without a boot id a dirty file is never assumed whole")
+}
+
+func TestParseBootID(t *testing.T) {
+	id, err := ParseBootID("0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9\n")
+	require.NoError(t, err)
+	assert.Equal(t, BootID{0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93, 0xa4, 0xb5, 0xc6, 0xd7, 0xe8, 0xf9}, id)
+	for _, bad := range []string{"", "xyz", "0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8fz"} {
+		_, err := ParseBootID(bad)
+		assert.ErrorIs(t, err, ErrNoBootID)
+	}
+}
+
+func newJournal(t *testing.T) (*Journal, []byte) {
+	t.Helper()
+	region := make([]byte, JournalSize)
+	j, err := NewJournal(region)
+	require.NoError(t, err)
+	return j, region
+}
+
+func TestCommittedChangeLeavesNothingPending(t *testing.T) {
+	j, _ := newJournal(t)
+	for i := range 3 {
+		j.Begin()
+		j.Save(1, 64, []byte{byte(i)})
+		j.Seal()
+		j.Commit()
+		assert.Equal(t, uint64(i+1), j.MemSeq())
+	}
+	_, pending, err := j.Pending()
+	require.NoError(t, err)
+	assert.False(t, pending)
+}
+
+func TestSealedButUncommittedChangeIsPending(t *testing.T) {
+	j, region := newJournal(t)
+	j.Reset(41)
+	j.Begin()
+	j.Save(7, 128, []byte("prior block bytes"))
+	j.Save(0, 8, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	j.Seal()
+	spans, pending, err := j.Pending()
+	require.NoError(t, err)
+	require.True(t, pending)
+	assert.Equal(t, []Span{
+		{Area: 7, Offset: 128, Prior: []byte("prior block bytes")},
+		{Area: 0, Offset: 8, Prior: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+	}, spans)
+	assert.Equal(t, uint64(41), j.MemSeq(), "an uncommitted change does not count")
+
+	// A record damaged on disk is reported, never applied.
+	region[undoSpans+spanBytes] ^= 1
+	_, _, err = j.Pending()
+	assert.ErrorIs(t, err, ErrCorrupt)
+
+	j.Reset(41)
+	_, pending, err = j.Pending()
+	require.NoError(t, err)
+	assert.False(t, pending, "Reset forgets the record")
+}
+
+func TestUnsealedRecordIsNotPending(t *testing.T) {
+	j, _ := newJournal(t)
+	j.Begin()
+	j.Save(1, 0, []byte{9})
+	j.Seal()
+	j.Commit()
+	// The next change dies while writing its record: before Seal, nothing
+	// was written to the counters, so there is nothing to undo.
+	j.Begin()
+	j.Save(1, 0, []byte{8})
+	_, pending, err := j.Pending()
+	require.NoError(t, err)
+	assert.False(t, pending)
+}
+
+func TestNewJournalRejectsShortRegion(t *testing.T) {
+	_, err := NewJournal(make([]byte, JournalSize-1))
+	assert.ErrorIs(t, err, ErrCorrupt)
+	_, err = NewJournal(make([]byte, JournalSize+1)[1:])
+	assert.ErrorIs(t, err, ErrCorrupt)
+}
+
+func TestSaveBeyondTheRecordIsABug(t *testing.T) {
+	j, _ := newJournal(t)
+	j.Begin()
+	assert.Panics(t, func() { j.Save(0, 0, make([]byte, MaxSpanBytes+1)) })
+	for range MaxSpans {
+		j.Save(0, 0, nil)
+	}
+	assert.Panics(t, func() { j.Save(0, 0, nil) })
+}
+
+func FuzzDecodeState(f *testing.F) {
+	b := make([]byte, StateSize)
+	State{Dirty: true, DurableSeq: 9}.Encode(b)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s, err := DecodeState(raw)
+		if err != nil {
+			assert.Equal(t, State{}, s, "an error comes with no value")
+			return
+		}
+		again := make([]byte, StateSize)
+		s.Encode(again)
+		assert.Equal(t, raw[:StateSize], again, "a decoded state encodes to the same bytes")
+	})
+}
+
+func FuzzJournalPending(f *testing.F) {
+	region := make([]byte, JournalSize)
+	j, _ := NewJournal(region)
+	j.Begin()
+	j.Save(3, 64, []byte("seed"))
+	j.Seal()
+	f.Add(append([]byte(nil), region...))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		region := make([]byte, JournalSize)
+		copy(region, raw)
+		j, err := NewJournal(region)
+		require.NoError(t, err)
+		spans, pending, err := j.Pending()
+		if err != nil {
+			assert.False(t, pending)
+			assert.Nil(t, spans)
+			return
+		}
+		for _, s := range spans {
+			assert.LessOrEqual(t, len(s.Prior), MaxSpanBytes)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package seqno
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"strings"
+)
+
+// The state's layout. Never change these: they are part of the file format.
+//
+//	0        4        8                16                               32       36
+//	+--------+--------+----------------+--------------------------------+--------+
+//	| dirty  | 0      | durable seq    | boot id                        | crc32c |
+//	| u32    | u32    | u64            | [16]byte                       | u32    |
+//	+--------+--------+----------------+--------------------------------+--------+
+const (
+	stateDirty   = 0
+	stateDurable = 8
+	stateBoot    = 16
+	stateCRC     = 32
+	// StateSize is the size of the encoded state.
+	StateSize = 36
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// BootID names one boot of one machine.
+type BootID [16]byte
+
+// State says whether the file holds changes that may not be on disk.
+type State struct {
+	// Dirty is set before the first change after a flush and cleared by the
+	// next flush.
+	Dirty bool
+	// DurableSeq is the memory sequence at the last flush: every change up to
+	// it is on disk.
+	DurableSeq uint64
+	// Boot is the boot during which the file went dirty.
+	Boot BootID
+}
+
+// Outcome is what a State means to the process that opens the file.
+type Outcome int
+
+const (
+	// Clean: closed or flushed, nothing changed since.
+	Clean Outcome = iota
+	// ProcessCrash: changed since the last flush during this boot, so the page
+	// cache still holds every change; an undo record may need applying.
+	ProcessCrash
+	// MachineCrash: changed since the last flush during an earlier boot (or a
+	// boot that cannot be told apart), so some changes may be lost.
+	MachineCrash
+)
+
+// Outcome classifies s for a process running in boot current. When the
+// platform has no boot id (known is false) a dirty file counts as a machine
+// crash: it is never assumed to be whole.
+func (s State) Outcome(current BootID, known bool) Outcome {
+	switch {
+	case !s.Dirty:
+		return Clean
+	case known && s.Boot == current:
+		return ProcessCrash
+	default:
+		return MachineCrash
+	}
+}
+
+// Encode writes s into b[:StateSize].
+func (s State) Encode(b []byte) {
+	b = b[:StateSize]
+	var dirty uint32
+	if s.Dirty {
+		dirty = 1
+	}
+	binary.LittleEndian.PutUint32(b[stateDirty:], dirty)
+	binary.LittleEndian.PutUint32(b[stateDirty+4:], 0)
+	binary.LittleEndian.PutUint64(b[stateDurable:], s.DurableSeq)
+	copy(b[stateBoot:stateCRC], s.Boot[:])
+	binary.LittleEndian.PutUint32(b[stateCRC:], crc32.Checksum(b[:stateCRC], castagnoli))
+}
+
+// DecodeState reads a State written by Encode.
+func DecodeState(b []byte) (State, error) {
+	if len(b) < StateSize {
+		return State{}, fmt.Errorf("%w: state of %d bytes", ErrCorrupt, len(b))
+	}
+	if crc32.Checksum(b[:stateCRC], castagnoli) != binary.LittleEndian.Uint32(b[stateCRC:]) {
+		return State{}, fmt.Errorf("%w: state checksum mismatch", ErrCorrupt)
+	}
+	dirty := binary.LittleEndian.Uint32(b[stateDirty:])
+	if dirty > 1 || binary.LittleEndian.Uint32(b[stateDirty+4:]) != 0 {
+		return State{}, fmt.Errorf("%w: state flags %d", ErrCorrupt, dirty)
+	}
+	s := State{Dirty: dirty == 1, DurableSeq: binary.LittleEndian.Uint64(b[stateDurable:])}
+	copy(s.Boot[:], b[stateBoot:stateCRC])
+	return s, nil
+}
+
+// ParseBootID reads a boot id in the kernel's UUID form.
+func ParseBootID(s string) (BootID, error) {
+	var id BootID
+	digits := strings.ReplaceAll(strings.TrimSpace(s), "-", "")
+	if len(digits) != 2*len(id) {
+		return id, fmt.Errorf("%w: malformed boot id %q", ErrNoBootID, s)
+	}
+	if _, err := hex.Decode(id[:], []byte(digits)); err != nil {
+		return id, fmt.Errorf("%w: malformed boot id %q", ErrNoBootID, s)
+	}
+	return id, nil
+}
