@@ -1,0 +1,214 @@
+package scaling
+
+import (
+	"runtime"
+	"sync/atomic"
+
+	"github.com/tallybloom/tallybloom/counting"
+)
+
+// Chain is the chain of sub-filters.
+type Chain struct {
+	params  Params
+	storage Storage
+	// current is the immutable list of retained sub-filters, oldest first.
+	// Readers load it without a lock; changes replace it.
+	current atomic.Pointer[[]*SubFilter]
+}
+
+// New starts a chain with its level-0 sub-filter, whose FirstID is 0, so that
+// every id is routed somewhere.
+func New(params Params, storage Storage) (*Chain, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Chain{params: params, storage: storage}
+	empty := []*SubFilter{}
+	c.current.Store(&empty)
+	if _, err := c.open(0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Restore rebuilds a chain from sub-filters read back from storage, oldest
+// first. Their FirstIDs must grow strictly and their levels be distinct.
+func Restore(params Params, storage Storage, subs []*SubFilter) (*Chain, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkDirectory(subs); err != nil {
+		return nil, err
+	}
+	c := &Chain{params: params, storage: storage}
+	c.current.Store(&subs)
+	return c, nil
+}
+
+// Replace swaps in a new list of sub-filters, for a reader that follows
+// another process's changes.
+func (c *Chain) Replace(subs []*SubFilter) error {
+	if err := checkDirectory(subs); err != nil {
+		return err
+	}
+	c.current.Store(&subs)
+	return nil
+}
+
+func checkDirectory(subs []*SubFilter) error {
+	if len(subs) == 0 || len(subs) > MaxSubFilters {
+		return errorf("%d sub-filters", len(subs))
+	}
+	var levels uint64
+	for i, s := range subs {
+		if levels&(1<<s.Level) != 0 {
+			return errorf("level %d held twice", s.Level)
+		}
+		levels |= 1 << s.Level
+		if i > 0 && s.FirstID <= subs[i-1].FirstID {
+			return errorf("first ids out of order at sub-filter %d", i)
+		}
+	}
+	return nil
+}
+
+// Params are the chain's parameters.
+func (c *Chain) Params() Params { return c.params }
+
+// SubFilters is the current list of retained sub-filters, oldest first. The
+// slice must not be modified.
+func (c *Chain) SubFilters() []*SubFilter { return *c.current.Load() }
+
+// Contains reports whether any sub-filter holds the key, newest first.
+func (c *Chain) Contains(h counting.Hash) bool {
+	subs := c.current.Load()
+	found := false
+	for i := len(*subs) - 1; i >= 0; i-- {
+		if (*subs)[i].filter.Contains(h) {
+			found = true
+			break
+		}
+	}
+	// The snapshot keeps retired sub-filters, and so their mappings, alive
+	// until no reader uses them.
+	runtime.KeepAlive(subs)
+	return found
+}
+
+// Add adds the key to the sub-filter that owns id, opening a new sub-filter
+// when the newest is full and id is newer than all it holds.
+func (c *Chain) Add(h counting.Hash, id uint64) error {
+	subs := *c.current.Load()
+	i, err := route(subs, id)
+	if err != nil {
+		return err
+	}
+	sub := subs[i]
+	if i == len(subs)-1 && sub.Count() >= sub.Capacity && id > sub.MaxID() {
+		if sub, err = c.open(id); err != nil {
+			return err
+		}
+	}
+	p := sub.filter.Probe(h)
+	c.storage.Touch(sub, p.Block)
+	raised := sub.filter.Increment(&p)
+	atomic.AddUint64(sub.count, 1)
+	atomic.AddUint64(sub.nonZero, uint64(raised))
+	if id > sub.MaxID() {
+		atomic.StoreUint64(sub.maxID, id)
+	}
+	return nil
+}
+
+// Remove removes the key from the sub-filter that owns id. If that sub-filter
+// does not hold it (a counter is zero, or it holds nothing) it returns
+// ErrNotFound and changes nothing.
+func (c *Chain) Remove(h counting.Hash, id uint64) error {
+	subs := *c.current.Load()
+	i, err := route(subs, id)
+	if err != nil {
+		return err
+	}
+	sub := subs[i]
+	p := sub.filter.Probe(h)
+	if sub.Count() == 0 || !sub.filter.Test(&p) {
+		return ErrNotFound
+	}
+	c.storage.Touch(sub, p.Block)
+	cleared, _ := sub.filter.Decrement(&p)
+	atomic.AddUint64(sub.count, ^uint64(0))
+	atomic.AddUint64(sub.nonZero, ^uint64(cleared-1))
+	return nil
+}
+
+// TestAndAdd reports whether the key was probably present and adds it if it
+// was not.
+func (c *Chain) TestAndAdd(h counting.Hash, id uint64) (bool, error) {
+	if c.Contains(h) {
+		return true, nil
+	}
+	return false, c.Add(h, id)
+}
+
+// DropBefore retires every sub-filter whose whole id range is older than id
+// and returns them; the caller gives their room back once the change is
+// committed. The newest sub-filter is never retired.
+func (c *Chain) DropBefore(id uint64) []*SubFilter {
+	subs := *c.current.Load()
+	keep := 0
+	for keep < len(subs)-1 && subs[keep+1].FirstID <= id {
+		keep++
+	}
+	if keep == 0 {
+		return nil
+	}
+	retained := subs[keep:len(subs):len(subs)]
+	c.storage.Publish(retained)
+	c.current.Store(&retained)
+	return subs[:keep:keep]
+}
+
+// open allocates a sub-filter at the lowest free level with firstID and
+// appends it to the chain.
+func (c *Chain) open(firstID uint64) (*SubFilter, error) {
+	subs := *c.current.Load()
+	if len(subs) == MaxSubFilters {
+		return nil, ErrChainFull
+	}
+	var held uint64
+	for _, s := range subs {
+		held |= 1 << s.Level
+	}
+	level := 0
+	for held&(1<<level) != 0 {
+		level++
+	}
+	shape, err := c.params.Level(level)
+	if err != nil {
+		return nil, err
+	}
+	space, err := c.storage.Allocate(level, shape.Geometry)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := Attach(Entry{Level: level, FirstID: firstID, Capacity: shape.Capacity, Geometry: shape.Geometry}, space)
+	if err != nil {
+		return nil, err
+	}
+	sub.resetTallies()
+	grown := append(subs[:len(subs):len(subs)], sub)
+	c.storage.Publish(grown)
+	c.current.Store(&grown)
+	return sub, nil
+}
+
+// route finds the sub-filter that owns id: the newest whose FirstID is at
+// most id.
+func route(subs []*SubFilter, id uint64) (int, error) {
+	for i := len(subs) - 1; i >= 0; i-- {
+		if subs[i].FirstID <= id {
+			return i, nil
+		}
+	}
+	return 0, ErrIDRetired
+}

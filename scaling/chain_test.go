@@ -1,0 +1,234 @@
+package scaling
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/counting"
+)
+
+type memSpace struct{ counters, tallies []byte }
+
+func (s *memSpace) Counters() []byte { return s.counters }
+func (s *memSpace) Tallies() []byte  { return s.tallies }
+
+// memStorage keeps sub-filters in memory and records what the chain told it.
+type memStorage struct {
+	published [][]*SubFilter
+	touches   int
+	failNext  error
+}
+
+func (m *memStorage) Allocate(level int, g counting.Geometry) (Space, error) {
+	if err := m.failNext; err != nil {
+		m.failNext = nil
+		return nil, err
+	}
+	return &memSpace{counters: make([]byte, g.Bytes()), tallies: make([]byte, MetaSize)}, nil
+}
+func (m *memStorage) Publish(subs []*SubFilter) {
+	m.published = append(m.published, append([]*SubFilter(nil), subs...))
+}
+func (m *memStorage) Touch(*SubFilter, uint64) { m.touches++ }
+
+var hasher = counting.NewHasher(1)
+
+func hashOf(i int) counting.Hash { return hasher.Key(binary.LittleEndian.AppendUint64(nil, uint64(i))) }
+
+func newChain(t *testing.T, p Params) (*Chain, *memStorage) {
+	t.Helper()
+	st := &memStorage{}
+	c, err := New(p, st)
+	require.NoError(t, err)
+	return c, st
+}
+
+var small = Params{Capacity: 100, ErrorRate: 0.01, Tightening: 0.9, Growth: 2}
+
+func firstIDs(c *Chain) []uint64 {
+	var ids []uint64
+	for _, s := range c.SubFilters() {
+		ids = append(ids, s.FirstID)
+	}
+	return ids
+}
+
+func TestNewChainStartsAtLevelZeroOwningEveryID(t *testing.T) {
+	c, st := newChain(t, small)
+	subs := c.SubFilters()
+	require.Len(t, subs, 1)
+	assert.Equal(t, 0, subs[0].Level)
+	assert.Equal(t, uint64(0), subs[0].FirstID)
+	assert.Equal(t, uint64(100), subs[0].Capacity)
+	assert.Len(t, st.published, 1)
+}
+
+func TestNewSubFilterOpensOnlyForANewerID(t *testing.T) {
+	c, _ := newChain(t, small)
+	for i := range 100 {
+		require.NoError(t, c.Add(hashOf(i), 10))
+	}
+	// Full, but id 10 is not newer than every id the newest holds: overfill.
+	require.NoError(t, c.Add(hashOf(100), 10))
+	assert.Equal(t, []uint64{0}, firstIDs(c))
+	assert.True(t, c.SubFilters()[0].Overfilled())
+
+	require.NoError(t, c.Add(hashOf(101), 11))
+	assert.Equal(t, []uint64{0, 11}, firstIDs(c))
+	newest := c.SubFilters()[1]
+	assert.Equal(t, 1, newest.Level)
+	assert.Equal(t, uint64(200), newest.Capacity, "growth 2")
+	assert.Equal(t, uint64(1), newest.Count())
+
+	// An add with an older id goes to the sub-filter that owns it.
+	require.NoError(t, c.Add(hashOf(102), 5))
+	assert.Equal(t, uint64(102), c.SubFilters()[0].Count())
+	require.NoError(t, c.Remove(hashOf(102), 5))
+	assert.ErrorIs(t, c.Remove(hashOf(101), 5), ErrNotFound, "a remove is routed by its id")
+	require.NoError(t, c.Remove(hashOf(101), 11))
+}
+
+func TestRemove(t *testing.T) {
+	c, st := newChain(t, small)
+	require.NoError(t, c.Add(hashOf(1), 1))
+	touches := st.touches
+	assert.ErrorIs(t, c.Remove(hashOf(2), 1), ErrNotFound)
+	assert.Equal(t, touches, st.touches, "a refused remove writes nothing")
+	require.NoError(t, c.Remove(hashOf(1), 1))
+	assert.Equal(t, touches+1, st.touches)
+	assert.Equal(t, uint64(0), c.SubFilters()[0].Count())
+	assert.Equal(t, uint64(0), c.SubFilters()[0].NonZero())
+	assert.ErrorIs(t, c.Remove(hashOf(1), 1), ErrNotFound)
+}
+
+func TestRemoveFromAnEmptySubFilterIsRefusedEvenOnSaturatedCounters(t *testing.T) {
+	c, _ := newChain(t, Params{Capacity: 1, ErrorRate: 0.5, Tightening: 0.5, Growth: 1})
+	sub := c.SubFilters()[0]
+	// Saturate every counter, then take the count back to zero.
+	for range 20 {
+		require.NoError(t, c.Add(hashOf(1), 0))
+	}
+	for range 20 {
+		require.NoError(t, c.Remove(hashOf(1), 0))
+	}
+	require.Equal(t, uint64(0), sub.Count())
+	assert.True(t, sub.filter.Contains(hashOf(1)), "saturated counters stay")
+	assert.ErrorIs(t, c.Remove(hashOf(1), 0), ErrNotFound, "counts never go below zero")
+}
+
+func TestDropBeforeRetiresWholeRangesAndReusesLevels(t *testing.T) {
+	c, _ := newChain(t, Params{Capacity: 10, ErrorRate: 0.01, Tightening: 0.9, Growth: 1})
+	id := uint64(0)
+	for range 4 {
+		for range 10 {
+			id++
+			require.NoError(t, c.Add(hashOf(int(id)), id))
+		}
+	}
+	ids := firstIDs(c)
+	require.Equal(t, []uint64{0, 11, 21, 31}, ids)
+
+	assert.Empty(t, c.DropBefore(10), "sub-filter 0 owns ids up to 10")
+	dropped := c.DropBefore(21)
+	require.Len(t, dropped, 2)
+	assert.Equal(t, []uint64{21, 31}, firstIDs(c))
+	assert.Empty(t, c.DropBefore(1<<60)[1:], "the newest is never retired")
+	assert.Equal(t, []uint64{31}, firstIDs(c))
+
+	_, err := route(c.SubFilters(), 30)
+	assert.ErrorIs(t, err, ErrIDRetired)
+	assert.ErrorIs(t, c.Add(hashOf(1), 30), ErrIDRetired)
+
+	// The freed levels are reused, lowest first.
+	for range 10 {
+		id++
+		require.NoError(t, c.Add(hashOf(int(id)), id))
+	}
+	subs := c.SubFilters()
+	assert.Equal(t, 0, subs[len(subs)-1].Level)
+	assert.Equal(t, uint64(10), subs[len(subs)-1].Count(), "a reused level starts from zero tallies")
+}
+
+func TestChainFull(t *testing.T) {
+	c, _ := newChain(t, Params{Capacity: 1, ErrorRate: 0.5, Tightening: 0.99, Growth: 1})
+	for id := range uint64(MaxSubFilters) {
+		require.NoError(t, c.Add(hashOf(int(id)), id))
+	}
+	assert.Len(t, c.SubFilters(), MaxSubFilters)
+	assert.ErrorIs(t, c.Add(hashOf(1000), 1000), ErrChainFull)
+	assert.Len(t, c.SubFilters(), MaxSubFilters, "a refused add changes nothing")
+}
+
+func TestAllocationFailureChangesNothing(t *testing.T) {
+	c, st := newChain(t, Params{Capacity: 1, ErrorRate: 0.1, Tightening: 0.9, Growth: 1})
+	require.NoError(t, c.Add(hashOf(1), 1))
+	injected := errors.New("disk full")
+	st.failNext = injected
+	assert.ErrorIs(t, c.Add(hashOf(2), 2), injected)
+	assert.Len(t, c.SubFilters(), 1)
+	assert.Equal(t, uint64(1), c.SubFilters()[0].Count())
+	require.NoError(t, c.Add(hashOf(2), 2), "the next add succeeds")
+	assert.Len(t, c.SubFilters(), 2)
+}
+
+func TestCompoundBoundHoldsForAnyNumberOfLevels(t *testing.T) {
+	for _, r := range []float64{0.1, 0.5, 0.9, 0.99} {
+		p := Params{Capacity: 1, ErrorRate: 0.01, Tightening: r, Growth: 2}
+		sum := 0.0
+		for level := range MaxSubFilters {
+			sum += p.LevelErrorRate(level)
+		}
+		// The geometric sum is below ErrorRate; allow float rounding only.
+		assert.LessOrEqual(t, sum, p.ErrorRate*(1+1e-12), "r=%v", r)
+	}
+}
+
+func TestParamsValidateReportsEveryProblem(t *testing.T) {
+	err := Params{ErrorRate: 1, Tightening: 0, Growth: 0.5}.Validate()
+	require.ErrorIs(t, err, ErrInvalidParams)
+	for _, word := range []string{"capacity", "error rate", "tightening", "growth"} {
+		assert.Contains(t, err.Error(), word)
+	}
+	assert.NoError(t, small.Validate())
+}
+
+func TestRestoreChecksTheDirectory(t *testing.T) {
+	c, st := newChain(t, Params{Capacity: 1, ErrorRate: 0.1, Tightening: 0.9, Growth: 1})
+	require.NoError(t, c.Add(hashOf(1), 1))
+	require.NoError(t, c.Add(hashOf(2), 2))
+	subs := c.SubFilters()
+	_, err := Restore(small, st, []*SubFilter{subs[1], subs[0]})
+	assert.ErrorIs(t, err, ErrInvalidParams, "first ids out of order")
+	_, err = Restore(small, st, []*SubFilter{subs[0], subs[0]})
+	assert.ErrorIs(t, err, ErrInvalidParams, "level twice")
+	_, err = Restore(small, st, nil)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	r, err := Restore(small, st, subs)
+	require.NoError(t, err)
+	assert.True(t, r.Contains(hashOf(2)))
+}
+
+func TestTestAndAdd(t *testing.T) {
+	c, _ := newChain(t, small)
+	seen, err := c.TestAndAdd(hashOf(1), 1)
+	require.NoError(t, err)
+	assert.False(t, seen)
+	seen, err = c.TestAndAdd(hashOf(1), 2)
+	require.NoError(t, err)
+	assert.True(t, seen)
+	assert.Equal(t, uint64(1), c.SubFilters()[0].Count(), "a key seen is not added again")
+}
+
+func TestEstimatedKeys(t *testing.T) {
+	c, _ := newChain(t, Params{Capacity: 20000, ErrorRate: 0.01, Tightening: 0.9, Growth: 2})
+	for i := range 10000 {
+		require.NoError(t, c.Add(hashOf(i%5000), 1)) // each key twice
+	}
+	sub := c.SubFilters()[0]
+	assert.Equal(t, uint64(10000), sub.Count())
+	assert.InDelta(t, 5000, sub.EstimatedKeys(), 250, "distinct keys, not adds")
+}
