@@ -1,9 +1,11 @@
 package mmapfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/edsrzf/mmap-go"
 )
@@ -17,6 +19,7 @@ type File struct {
 	file     *os.File
 	path     string
 	writable bool
+	locked   bool
 }
 
 // Open opens path with flag and perm through open (os.OpenFile when nil).
@@ -71,18 +74,37 @@ func (f *File) Release(off, n int64) error {
 // Lock takes an exclusive lock on the file without waiting: ErrLocked if
 // another open file description (in this process or another) holds it. The
 // lock goes with Close.
-func (f *File) Lock() error { return lock(f) }
+func (f *File) Lock() error {
+	if err := lock(f); err != nil {
+		return err
+	}
+	f.locked = true
+	return nil
+}
 
 // Sync flushes the file's data and metadata (its size) to disk.
 func (f *File) Sync() error { return f.file.Sync() }
 
-// Close closes the file. Regions stay mapped until they are unmapped.
-func (f *File) Close() error { return f.file.Close() }
+// Close releases the lock and closes the file. Regions stay mapped until they
+// are unmapped; the lock is released explicitly because a mapping keeps the
+// open file description, and so an implicit lock, alive.
+func (f *File) Close() error {
+	var err error
+	if f.locked {
+		err = unlock(f)
+		f.locked = false
+	}
+	return errors.Join(err, f.file.Close())
+}
 
 // Region is one mapping of part of the file.
 type Region struct {
 	mapping mmap.MMap
 	data    []byte
+	// unmapMu makes Unmap safe to call more than once and from several
+	// goroutines; it guards unmapped.
+	unmapMu  sync.Mutex
+	unmapped bool
 }
 
 // Map maps [off, off+n) of the file, read-write if the file is writable. The
@@ -115,9 +137,15 @@ func (r *Region) Bytes() []byte { return r.data }
 // Sync writes the region's changed pages to disk and waits for them.
 func (r *Region) Sync() error { return r.mapping.Flush() }
 
-// Unmap releases the mapping. Bytes must not be used afterwards.
+// Unmap releases the mapping; later calls do nothing. Bytes must not be
+// used afterwards.
 func (r *Region) Unmap() error {
-	r.data = nil
+	r.unmapMu.Lock()
+	defer r.unmapMu.Unlock()
+	if r.unmapped {
+		return nil
+	}
+	r.unmapped = true
 	return r.mapping.Unmap()
 }
 
@@ -138,6 +166,7 @@ func zeroRange(f *File, off, n int64) error {
 	}
 	return nil
 }
+
 // growByWriting reserves [off, off+n) by writing zeros over the part beyond
 // the current end of the file; bytes already in the file are left as they are.
 func growByWriting(f *File, off, n int64) error {

@@ -11,4 +11,6 @@ func lock(*File) error {
 	return fmt.Errorf("%w: file locks on %s", ErrUnsupported, runtime.GOOS)
 }
 
+func unlock(*File) error { return nil }
+
 func allocated(f *File) (int64, error) { return f.Size() }

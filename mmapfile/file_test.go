@@ -96,8 +96,14 @@ func TestSecondLockIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	assert.ErrorIs(t, other.Lock(), ErrLocked)
+	// A mapping keeps the file description alive; Close still releases the lock.
+	require.NoError(t, f.Reserve(0, 4096))
+	r, err := f.Map(0, 4096)
+	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	assert.NoError(t, other.Lock(), "the lock goes with Close")
+	require.NoError(t, r.Unmap())
+	require.NoError(t, r.Unmap(), "a second Unmap does nothing")
 }
 
 func TestReadOnlyFile(t *testing.T) {

@@ -21,6 +21,13 @@ func lock(f *File) error {
 	return nil
 }
 
+func unlock(f *File) error {
+	if err := unix.Flock(int(f.file.Fd()), unix.LOCK_UN); err != nil {
+		return &fs.PathError{Op: "flock", Path: f.path, Err: err}
+	}
+	return nil
+}
+
 func allocated(f *File) (int64, error) {
 	info, err := f.file.Stat()
 	if err != nil {

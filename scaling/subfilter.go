@@ -112,6 +112,9 @@ func (s *SubFilter) Filter() *counting.Filter { return s.filter }
 // exp(-n k / m) as for a classic filter, and n = -(m/k) ln(zero fraction).
 func (s *SubFilter) EstimatedKeys() float64 {
 	m := float64(s.Geometry.Counters())
+	if s.NonZero() == 0 {
+		return 0
+	}
 	zero := m - float64(s.NonZero())
 	if zero <= 0 {
 		return math.Inf(1)

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/scaling"
+	"github.com/tallybloom/tallybloom/seqno"
+)
+
+// A change runs with f.mu held: beginLocked, the chain's operation (which
+// saves and seals its undo record through store.Touch before it writes),
+// then commitLocked, or abortLocked if the operation refused.
+
+// beginLocked checks that a change may run and, before the first change
+// after a flush, marks the file dirty on disk. Once that mark is synced no
+// change can reach the disk without it, so a machine crash is always seen.
+func (f *Filter) beginLocked() error {
+	switch {
+	case f.closed.Load():
+		return ErrClosed
+	case f.readOnly:
+		return ErrReadOnly
+	case f.mu.dirty:
+		return nil
+	}
+	seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot}.Encode(f.page0[offState:])
+	if err := f.header.Sync(); err != nil {
+		return err
+	}
+	f.mu.dirty = true
+	return nil
+}
+
+// commitLocked makes the change in flight the last committed one, then gives
+// back the room of the sub-filters it retired.
+func (f *Filter) commitLocked() error {
+	c := f.mu.change
+	f.mu.change = change{}
+	if !c.sealed {
+		f.journal.Begin()
+		f.journal.Seal()
+	}
+	f.journal.Commit()
+	if c.published {
+		f.mu.liveSlot = 1 - f.mu.liveSlot
+		gen := f.journal.MemSeq()
+		atomic.StoreUint64(f.dirSeq, gen) // readers in other processes watch it
+		f.seenDirSeq.Store(gen)
+	}
+	checkInvariants(f)
+	var errs []error
+	for _, sub := range c.dropped {
+		sp := spaceOf(sub)
+		if err := f.file.Release(int64(sp.offset), int64(sp.size)); err != nil {
+			errs = append(errs, err)
+		}
+		f.unmapLaterLocked(sub)
+	}
+	return errors.Join(errs...)
+}
+
+// abortLocked ends a change that wrote nothing.
+func (f *Filter) abortLocked() {
+	f.mu.change = change{}
+}
+
+// endLocked commits the change if op succeeded and translates the chain's
+// errors into the engine's sentinels.
+func (f *Filter) endLocked(err error) error {
+	if err == nil {
+		return f.commitLocked()
+	}
+	f.abortLocked()
+	switch {
+	case errors.Is(err, scaling.ErrNotFound):
+		return ErrNotFound
+	case errors.Is(err, scaling.ErrIDRetired):
+		return ErrIDRetired
+	case errors.Is(err, scaling.ErrChainFull), errors.Is(err, counting.ErrTooLarge):
+		return fmt.Errorf("%w: %s: %w", ErrChainFull, f.path, err)
+	}
+	return err
+}
+
+// errRemoveRetired is both ErrNotFound (nothing changed; the key is not held)
+// and ErrIDRetired (because its sub-filter is gone).
+var errRemoveRetired = fmt.Errorf("%w: %w", ErrNotFound, ErrIDRetired)
+
+// Add adds key with id, an id that grows over time (an insertion timestamp,
+// a sequence number). The key goes to the sub-filter that owns id; a remove
+// must give the same id. Add does not allocate.
+func (f *Filter) Add(key []byte, id uint64) error { return f.add(f.hasher.Key(key), id) }
+
+// AddString is Add for a string key, without converting it.
+func (f *Filter) AddString(key string, id uint64) error { return f.add(f.hasher.String(key), id) }
+
+func (f *Filter) add(h counting.Hash, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.beginLocked(); err != nil {
+		return err
+	}
+	return f.endLocked(f.chain.Add(h, id))
+}
+
+// Remove removes key, added with id. If the sub-filter that owns id does not
+// hold the key, it returns ErrNotFound and changes nothing.
+//
+// Removing a key that was never added is unsafe in any counting Bloom filter:
+// if the key is a false positive, its counters belong to other keys, and
+// decrementing them can make those keys disappear. Remove only keys you added.
+func (f *Filter) Remove(key []byte, id uint64) error { return f.remove(f.hasher.Key(key), id) }
+
+// RemoveString is Remove for a string key, without converting it.
+func (f *Filter) RemoveString(key string, id uint64) error {
+	return f.remove(f.hasher.String(key), id)
+}
+
+func (f *Filter) remove(h counting.Hash, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.beginLocked(); err != nil {
+		return err
+	}
+	err := f.endLocked(f.chain.Remove(h, id))
+	if err == ErrIDRetired {
+		return errRemoveRetired
+	}
+	return err
+}
+
+// TestAndAdd reports whether key was probably present and adds it with id if
+// it was not, as one atomic step.
+func (f *Filter) TestAndAdd(key []byte, id uint64) (bool, error) {
+	return f.testAndAdd(f.hasher.Key(key), id)
+}
+
+// TestAndAddString is TestAndAdd for a string key, without converting it.
+func (f *Filter) TestAndAddString(key string, id uint64) (bool, error) {
+	return f.testAndAdd(f.hasher.String(key), id)
+}
+
+func (f *Filter) testAndAdd(h counting.Hash, id uint64) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.beginLocked(); err != nil {
+		return false, err
+	}
+	present, err := f.chain.TestAndAdd(h, id)
+	if present {
+		f.abortLocked()
+		return true, nil
+	}
+	return false, f.endLocked(err)
+}
+
+// AddBatch adds keys[i] with ids[i] for every i, taking the lock once. Each
+// key is its own change: if one fails, the keys before it stay added and the
+// error names the failing index.
+func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
+	if len(keys) != len(ids) {
+		return fmt.Errorf("%w: %d keys and %d ids", ErrInvalidInput, len(keys), len(ids))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, key := range keys {
+		if err := f.beginLocked(); err != nil {
+			return err
+		}
+		if err := f.endLocked(f.chain.Add(f.hasher.Key(key), ids[i])); err != nil {
+			return fmt.Errorf("engine: add batch: key %d of %d: %w", i, len(keys), err)
+		}
+	}
+	return nil
+}
+
+// DropBefore retires every sub-filter whose whole id range is older than id,
+// in constant time per sub-filter, and gives their disk space back. The
+// newest sub-filter is never retired. It returns how many were retired.
+func (f *Filter) DropBefore(id uint64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.beginLocked(); err != nil {
+		return 0, err
+	}
+	dropped := f.chain.DropBefore(id)
+	if len(dropped) == 0 {
+		f.abortLocked()
+		return 0, nil
+	}
+	f.mu.change.dropped = dropped
+	if err := f.commitLocked(); err != nil {
+		return len(dropped), fmt.Errorf("engine: %s: retired %d sub-filters but could not give their room back: %w", f.path, len(dropped), err)
+	}
+	return len(dropped), nil
+}
+
+// Flush makes every committed change durable: the counters are synced, then
+// the header records the durable sequence. After a machine crash the file
+// opens clean if nothing changed after the last Flush.
+func (f *Filter) Flush() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	return f.flushLocked()
+}
+
+func (f *Filter) flushLocked() error {
+	if f.readOnly || !f.mu.dirty {
+		return nil
+	}
+	for _, sub := range f.chain.SubFilters() {
+		if err := spaceOf(sub).region.Sync(); err != nil {
+			return err
+		}
+	}
+	// fsync makes the file's size and allocations durable with the data.
+	if err := f.file.Sync(); err != nil {
+		return err
+	}
+	if err := f.header.Sync(); err != nil {
+		return err
+	}
+	seq := f.journal.MemSeq()
+	seqno.State{DurableSeq: seq}.Encode(f.page0[offState:])
+	if err := f.header.Sync(); err != nil {
+		return err
+	}
+	f.mu.dirty, f.mu.durableSeq = false, seq
+	return nil
+}
+
+// Close flushes the filter and releases the file. Close must not run
+// concurrently with other calls on the filter; calls after Close return
+// ErrClosed (Contains returns false).
+func (f *Filter) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	err := f.flushLocked()
+	f.closed.Store(true)
+	f.unmapAll()
+	return errors.Join(err, f.file.Close())
+}
+
+// unmapAll unmaps the live and retired sub-filters and the header.
+func (f *Filter) unmapAll() {
+	if f.chain != nil {
+		for _, sub := range f.chain.SubFilters() {
+			_ = spaceOf(sub).region.Unmap()
+		}
+	}
+	for _, region := range f.mu.retired {
+		_ = region.Unmap()
+	}
+	f.mu.retired = nil
+	_ = f.header.Unmap()
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/tallybloom/tallybloom/mmapfile"
+	"github.com/tallybloom/tallybloom/scaling"
+	"github.com/tallybloom/tallybloom/seqno"
+)
+
+// Default parameters.
+const (
+	DefaultTightening = 0.9
+	DefaultGrowth     = 2
+	DefaultFileMode   = fs.FileMode(0o644)
+)
+
+// Config is the set of parameters persisted in the file at creation. They
+// never change for the life of the file.
+type Config struct {
+	// Capacity is the number of keys the first sub-filter is built for.
+	// Required.
+	Capacity uint64
+	// ErrorRate bounds the false-positive rate of the whole chain, however
+	// many sub-filters it grows. Required, 0 < ErrorRate < 1.
+	ErrorRate float64
+	// Tightening is the ratio between the error rates of successive
+	// sub-filters, 0 < Tightening < 1. Zero means DefaultTightening (0.9).
+	Tightening float64
+	// Growth is the capacity factor between successive sub-filters, at least
+	// 1 (1 keeps every sub-filter the same size). Zero means DefaultGrowth (2).
+	Growth float64
+	// Seed seeds the key hash. Zero means a random seed chosen at creation
+	// and stored in the file, so that keys crafted to collide cannot be
+	// computed in advance.
+	Seed uint64
+}
+
+// withDefaults fills the zero fields that have defaults.
+func (c Config) withDefaults() Config {
+	if c.Tightening == 0 {
+		c.Tightening = DefaultTightening
+	}
+	if c.Growth == 0 {
+		c.Growth = DefaultGrowth
+	}
+	return c
+}
+
+// Validate reports every problem with c at once, after defaults are applied.
+// Each problem is an ErrInvalidConfig.
+func (c Config) Validate() error {
+	err := c.withDefaults().params().Validate()
+	if err == nil {
+		return nil
+	}
+	var problems []error
+	for _, e := range unjoin(err) {
+		problems = append(problems, fmt.Errorf("%w: %w", ErrInvalidConfig, e))
+	}
+	return errors.Join(problems...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func (c Config) params() scaling.Params {
+	return scaling.Params{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth}
+}
+
+// randomSeed draws a non-zero seed from the operating system.
+func randomSeed() (uint64, error) {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, fmt.Errorf("engine: random seed: %w", err)
+		}
+		if s := binary.LittleEndian.Uint64(b[:]); s != 0 {
+			return s, nil
+		}
+	}
+}
+
+// Options is runtime behaviour: nothing here is persisted. A nil *Options is
+// valid and means every default.
+type Options struct {
+	// ReadOnly opens the filter for reading only: no lock is taken, any
+	// number of readers may share the file with one writer, and a reader
+	// sees the writer's new sub-filters and adds without reopening. Changes
+	// return ErrReadOnly. Default false.
+	ReadOnly bool
+
+	// FileMode is the permission of a file made by Create. Default 0644: a
+	// reader process needs no write permission.
+	FileMode fs.FileMode
+
+	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
+	// inject faults.
+	OpenFile mmapfile.OpenFunc
+
+	// BootID names the current boot, to tell a process crash (recovered
+	// exactly) from a machine crash (ErrUnclean). Default
+	// seqno.CurrentBootID, which reads the kernel's boot id on Linux;
+	// elsewhere a file left dirty always counts as a machine crash.
+	BootID func() (seqno.BootID, error)
+}
+
+// settings are Options with every default applied and the boot id read.
+type settings struct {
+	Options
+	boot      seqno.BootID
+	bootKnown bool
+}
+
+// withDefaults resolves o: every zero field set to its default, the boot id
+// read once.
+func (o *Options) withDefaults() settings {
+	var r settings
+	if o != nil {
+		r.Options = *o
+	}
+	if r.FileMode == 0 {
+		r.FileMode = DefaultFileMode
+	}
+	if r.BootID == nil {
+		r.BootID = seqno.CurrentBootID
+	}
+	boot, err := r.BootID()
+	r.boot, r.bootKnown = boot, err == nil
+	return r
+}
+
+// Validate reports every problem with o at once.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.FileMode&^fs.ModePerm != 0 {
+		return fmt.Errorf("%w: file mode %v has more than permission bits", ErrInvalidConfig, o.FileMode)
+	}
+	return nil
+}

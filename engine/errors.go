@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error the package returns is, or wraps, one of these
+// (or a *fs.PathError from the operating system), so callers branch with
+// errors.Is.
+var (
+	// ErrNotFound: Remove of a key the routed sub-filter does not hold.
+	// Nothing was changed.
+	ErrNotFound = errors.New("engine: key not found")
+
+	// ErrExists: Create of a path that already exists.
+	ErrExists = errors.New("engine: file already exists")
+
+	// ErrCorrupt: the file is damaged, truncated or not a tallybloom filter.
+	ErrCorrupt = errors.New("engine: corrupt file")
+
+	// ErrVersion: the file was written by a newer format version.
+	ErrVersion = errors.New("engine: unsupported format version")
+
+	// ErrUnclean: the machine crashed after changes that were not flushed, so
+	// some may be lost. The error is an *UncleanError carrying the last
+	// durable sequence.
+	ErrUnclean = errors.New("engine: changes since the last flush may be lost")
+
+	// ErrLocked: another writer has the file open.
+	ErrLocked = errors.New("engine: file is locked by another writer")
+
+	// ErrReadOnly: a change on a filter opened read-only.
+	ErrReadOnly = errors.New("engine: filter is read-only")
+
+	// ErrClosed: a call on a closed filter.
+	ErrClosed = errors.New("engine: filter is closed")
+
+	// ErrInvalidConfig: a Config or Options value that cannot be used.
+	ErrInvalidConfig = errors.New("engine: invalid config")
+
+	// ErrInvalidInput: an argument that cannot be used, such as batches of
+	// keys and ids of different lengths.
+	ErrInvalidInput = errors.New("engine: invalid input")
+
+	// ErrIDRetired: an id older than every retained sub-filter; its
+	// sub-filter was dropped.
+	ErrIDRetired = errors.New("engine: id older than every retained sub-filter")
+
+	// ErrChainFull: the chain holds the most sub-filters it can and the add
+	// needs a new one; retire old ones with DropBefore.
+	ErrChainFull = errors.New("engine: chain full")
+
+	// ErrUnsupported: this platform cannot do what was asked.
+	ErrUnsupported = errors.New("engine: unsupported")
+)
+
+// UncleanError is returned by Open when the machine crashed with changes made
+// since the last Flush. Every change up to DurableSeq is on disk; later ones
+// may be partly lost. Rebuild, replay from DurableSeq, or restore a copy.
+type UncleanError struct {
+	Path       string
+	DurableSeq uint64
+}
+
+func (e *UncleanError) Error() string {
+	return fmt.Sprintf("%v: %s: durable up to sequence %d", ErrUnclean, e.Path, e.DurableSeq)
+}
+
+// Is makes errors.Is(err, ErrUnclean) true.
+func (e *UncleanError) Is(target error) bool { return target == ErrUnclean }
+
+func corrupt(path, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, path}, args...)...)
+}

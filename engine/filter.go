@@ -1,0 +1,416 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/mmapfile"
+	"github.com/tallybloom/tallybloom/scaling"
+	"github.com/tallybloom/tallybloom/seqno"
+)
+
+// Filter is a scalable counting Bloom filter kept in a memory-mapped file.
+type Filter struct {
+	path      string
+	config    Config
+	hasher    counting.Hasher
+	readOnly  bool
+	recovered bool
+	boot      seqno.BootID
+
+	file    *mmapfile.File
+	header  *mmapfile.Region
+	page0   []byte // the first page of the header mapping
+	journal *seqno.Journal
+	dirSeq  *uint64 // in page 0: generation of the live directory
+	chain   *scaling.Chain
+
+	closed atomic.Bool
+	// seenDirSeq is the directory generation this process last loaded; a
+	// reader reloads when the file's differs.
+	seenDirSeq atomic.Uint64
+
+	// mu serializes changes, Flush, Close and a reader's reload.
+	mu struct {
+		sync.Mutex
+		dirty      bool   // the state on disk says dirty
+		durableSeq uint64 // the state's durable sequence
+		liveSlot   int    // the directory slot that is live
+		change     change // the change in flight
+		// retired are mappings of sub-filters that left the chain, unmapped
+		// when unreachable or at Close, whichever comes first.
+		retired []*mmapfile.Region
+	}
+}
+
+// change is what the change in flight did besides counter writes.
+type change struct {
+	sealed    bool                 // an undo record is sealed
+	published bool                 // a directory was written to the other slot
+	dropped   []*scaling.SubFilter // sub-filters to give back after the commit
+}
+
+// Create makes a new filter file at path. It fails with ErrExists if path
+// exists. The file starts at sequence 1 (its creation), flushed.
+func Create(path string, cfg Config, opts *Options) (*Filter, error) {
+	cfg = cfg.withDefaults()
+	if err := errors.Join(cfg.Validate(), opts.Validate(), checkHost()); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	if cfg.Seed == 0 {
+		seed, err := randomSeed()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Seed = seed
+	}
+	if _, err := cfg.params().Level(0); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	file, err := mmapfile.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%w: %s", ErrExists, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := create(file, cfg, o)
+	if err != nil {
+		_ = file.Close()
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+func create(file *mmapfile.File, cfg Config, o settings) (*Filter, error) {
+	if err := lock(file); err != nil {
+		return nil, err
+	}
+	if err := file.Reserve(0, HeaderBytes); err != nil {
+		return nil, err
+	}
+	f, err := newFilter(file, o)
+	if err != nil {
+		return nil, err
+	}
+	f.config = cfg
+	f.hasher = counting.NewHasher(cfg.Seed)
+	encodeSuperblock(f.page0[offSuperblock:], cfg)
+	seqno.State{}.Encode(f.page0[offState:])
+	f.journal.Reset(0)
+
+	// The first sub-filter is opened like any later one: as a change.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.beginLocked(); err != nil {
+		return nil, err
+	}
+	chain, err := scaling.New(cfg.params(), store{f})
+	if err != nil {
+		return nil, err
+	}
+	f.chain = chain
+	if err := f.commitLocked(); err != nil {
+		return nil, err
+	}
+	if err := f.flushLocked(); err != nil {
+		return nil, err
+	}
+	return f, syncDir(file.Path())
+}
+
+// syncDir makes the new file's name durable.
+func syncDir(path string) error {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return &fs.PathError{Op: "fsync", Path: filepath.Dir(path), Err: err}
+	}
+	return nil
+}
+
+// Open opens the filter file at path. Its cost does not depend on the size of
+// the filter: it maps the file and reads the header, never the counters.
+//
+// If the process that last wrote the file was killed mid-change, Open (for
+// writing) undoes the change in flight and Recovered reports it. If the
+// machine crashed after changes that were not flushed, Open returns an
+// *UncleanError (errors.Is ErrUnclean) carrying the last durable sequence.
+func Open(path string, opts *Options) (*Filter, error) {
+	if err := errors.Join(opts.Validate(), checkHost()); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	flag := os.O_RDWR
+	if o.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	file, err := mmapfile.Open(path, flag, 0, o.OpenFile)
+	if err != nil {
+		return nil, err
+	}
+	f, err := open(file, o)
+	if err != nil {
+		_ = file.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func open(file *mmapfile.File, o settings) (*Filter, error) {
+	path := file.Path()
+	if !o.ReadOnly {
+		if err := lock(file); err != nil {
+			return nil, err
+		}
+	}
+	size, err := file.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size < HeaderBytes {
+		return nil, shortFile(file, size)
+	}
+	f, err := newFilter(file, o)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.unmapAll()
+		}
+	}()
+	if f.config, err = decodeSuperblock(path, f.page0); err != nil {
+		return nil, err
+	}
+	f.hasher = counting.NewHasher(f.config.Seed)
+	state, err := seqno.DecodeState(f.page0[offState:])
+	if err != nil {
+		return nil, corrupt(path, "%v", err)
+	}
+	outcome := state.Outcome(f.boot, o.bootKnown)
+	if outcome == seqno.MachineCrash {
+		return nil, &UncleanError{Path: path, DurableSeq: state.DurableSeq}
+	}
+	memSeq := f.journal.MemSeq()
+	if outcome == seqno.Clean && memSeq != state.DurableSeq {
+		return nil, corrupt(path, "clean file at sequence %d claims durable sequence %d", memSeq, state.DurableSeq)
+	}
+	f.mu.dirty, f.mu.durableSeq = state.Dirty, state.DurableSeq
+
+	dir, slot, err := f.liveDirectory(memSeq, size)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := f.attach(dir.entries, nil)
+	if err != nil {
+		return nil, err
+	}
+	if f.chain, err = scaling.Restore(f.config.params(), store{f}, subs); err != nil {
+		return nil, corrupt(path, "%v", err)
+	}
+	f.mu.liveSlot = slot
+	f.seenDirSeq.Store(dir.generation)
+	if !o.ReadOnly {
+		if outcome == seqno.ProcessCrash {
+			if err := f.recover(uint64(size)); err != nil {
+				return nil, err
+			}
+		} else if _, pending, _ := f.journal.Pending(); pending {
+			return nil, corrupt(path, "clean file with a change in flight")
+		}
+		atomic.StoreUint64(f.dirSeq, dir.generation)
+	}
+	ok = true
+	return f, nil
+}
+
+// shortFile explains a file smaller than the header: not ours, or truncated.
+func shortFile(file *mmapfile.File, size int64) error {
+	if size >= int64(len(Magic)) {
+		if r, err := file.Map(0, size); err == nil {
+			defer r.Unmap()
+			if _, err := decodeSuperblock(file.Path(), r.Bytes()); err != nil && size < sbSize {
+				return err
+			}
+		}
+	}
+	return corrupt(file.Path(), "truncated: %d bytes, the header alone takes %d", size, HeaderBytes)
+}
+
+// newFilter maps the header of file.
+func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
+	header, err := file.Map(0, HeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	page0 := header.Bytes()[:PageSize]
+	journal, err := seqno.NewJournal(page0[offJournal:])
+	if err != nil {
+		_ = header.Unmap()
+		return nil, err
+	}
+	return &Filter{
+		path:     file.Path(),
+		readOnly: o.ReadOnly,
+		boot:     o.boot,
+		file:     file,
+		header:   header,
+		page0:    page0,
+		journal:  journal,
+		dirSeq:   (*uint64)(unsafe.Pointer(&page0[offDirSeq])),
+	}, nil
+}
+
+// liveDirectory picks the valid directory slot with the highest generation
+// not above memSeq: a slot written by a change that never committed is
+// ignored.
+func (f *Filter) liveDirectory(memSeq uint64, fileSize int64) (directory, int, error) {
+	best, bestSlot, found := directory{}, 0, false
+	for slot := range 2 {
+		d, valid, err := decodeDirectory(f.directorySlot(slot), fileSize)
+		if err != nil {
+			return directory{}, 0, corrupt(f.path, "directory slot %d: %v", slot, err)
+		}
+		if valid && d.generation <= memSeq && (!found || d.generation > best.generation) {
+			best, bestSlot, found = d, slot, true
+		}
+	}
+	if !found || len(best.entries) == 0 {
+		return directory{}, 0, corrupt(f.path, "no valid directory at sequence %d", memSeq)
+	}
+	return best, bestSlot, nil
+}
+
+// directorySlot is the page of directory slot 0 or 1.
+func (f *Filter) directorySlot(slot int) []byte {
+	return f.header.Bytes()[offDirectory+slot*PageSize:][:PageSize]
+}
+
+// attach maps and attaches the sub-filters of entries, reusing those of
+// current whose entry is unchanged.
+func (f *Filter) attach(entries []dirEntry, current []*scaling.SubFilter) ([]*scaling.SubFilter, error) {
+	subs := make([]*scaling.SubFilter, 0, len(entries))
+	fail := func(err error) ([]*scaling.SubFilter, error) {
+		for _, sub := range subs {
+			if !containsSub(current, sub) {
+				_ = spaceOf(sub).region.Unmap()
+			}
+		}
+		return nil, err
+	}
+	for _, e := range entries {
+		if sub := findSub(current, e); sub != nil {
+			subs = append(subs, sub)
+			continue
+		}
+		sp, err := f.mapSpace(e.Level, e.Geometry, e.Offset)
+		if err != nil {
+			return fail(corrupt(f.path, "sub-filter at level %d: %v", e.Level, err))
+		}
+		sub, err := scaling.Attach(e.Entry, sp)
+		if err != nil {
+			_ = sp.region.Unmap()
+			return fail(corrupt(f.path, "sub-filter at level %d: %v", e.Level, err))
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+func findSub(subs []*scaling.SubFilter, e dirEntry) *scaling.SubFilter {
+	for _, sub := range subs {
+		if sub.Entry == e.Entry && spaceOf(sub).offset == e.Offset {
+			return sub
+		}
+	}
+	return nil
+}
+
+func containsSub(subs []*scaling.SubFilter, s *scaling.SubFilter) bool {
+	for _, sub := range subs {
+		if sub == s {
+			return true
+		}
+	}
+	return false
+}
+
+// recover undoes the change a killed process left in flight, then gives back
+// room no sub-filter uses (a retirement whose release never ran).
+func (f *Filter) recover(fileSize uint64) error {
+	spans, pending, err := f.journal.Pending()
+	if err != nil {
+		return corrupt(f.path, "%v", err)
+	}
+	if pending {
+		for _, span := range spans {
+			if err := f.restoreSpan(span); err != nil {
+				return err
+			}
+		}
+		f.recovered = true
+	}
+	f.journal.Reset(f.journal.MemSeq())
+	for _, gap := range gaps(f.chain.SubFilters(), fileSize) {
+		if err := f.file.Release(int64(gap[0]), int64(gap[1]-gap[0])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *Filter) restoreSpan(span seqno.Span) error {
+	var target []byte
+	if span.Area == areaPage0 {
+		target = f.page0
+	} else {
+		for _, sub := range f.chain.SubFilters() {
+			if areaOfLevel(sub.Level) == span.Area {
+				target = spaceOf(sub).counters
+			}
+		}
+		if target == nil {
+			return nil // room of a sub-filter whose opening was undone
+		}
+	}
+	if span.Offset > uint64(len(target)) || uint64(len(span.Prior)) > uint64(len(target))-span.Offset {
+		return corrupt(f.path, "undo span of %d bytes at %d outside area %d", len(span.Prior), span.Offset, span.Area)
+	}
+	copy(target[span.Offset:], span.Prior)
+	return nil
+}
+
+func lock(file *mmapfile.File) error {
+	err := file.Lock()
+	switch {
+	case errors.Is(err, mmapfile.ErrLocked):
+		return fmt.Errorf("%w: %s", ErrLocked, file.Path())
+	case errors.Is(err, mmapfile.ErrUnsupported):
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return err
+}
+
+// checkHost refuses big-endian machines: counter words and tallies are
+// little-endian in the file and are used in place.
+func checkHost() error {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		return fmt.Errorf("%w: big-endian hosts", ErrUnsupported)
+	}
+	return nil
+}

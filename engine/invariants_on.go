@@ -1,0 +1,21 @@
+//go:build invariants
+
+package engine
+
+import "fmt"
+
+// checkInvariants checks, after every change, that each sub-filter's tallies
+// agree with its counters: the non-zero counters are counted exactly, and
+// while nothing saturates the counters sum to k times the count. It reads
+// every counter, so it is for tests only.
+func checkInvariants(f *Filter) {
+	for _, sub := range f.chain.SubFilters() {
+		sum, nonZero, saturated := sub.Filter().Tally()
+		if nonZero != sub.NonZero() {
+			panic(fmt.Sprintf("engine: invariant: level %d has %d non-zero counters, tallies say %d", sub.Level, nonZero, sub.NonZero()))
+		}
+		if saturated == 0 && sum != uint64(sub.Geometry.K)*sub.Count() {
+			panic(fmt.Sprintf("engine: invariant: level %d counters sum to %d, want k=%d x count=%d", sub.Level, sum, sub.Geometry.K, sub.Count()))
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"github.com/tallybloom/tallybloom/seqno"
+)
+
+// Stats describes a filter at one moment.
+type Stats struct {
+	// Count is adds minus removes over all retained sub-filters.
+	Count uint64
+	// EstimatedKeys estimates the distinct keys held, from the share of
+	// counters that are zero (a key added twice counts once).
+	EstimatedKeys float64
+	// SubFilters lists the retained sub-filters, oldest first.
+	SubFilters []SubFilterStats
+	// MemSeq is the sequence of the last committed change; it grows by one
+	// per change. A new file is at 1, its creation.
+	MemSeq uint64
+	// DiskSeq is the last flushed sequence: every change up to it is on
+	// disk. It is 0 while changes made since the last Flush are not.
+	DiskSeq uint64
+	// CounterBytes is the size of the retained sub-filters' counters.
+	CounterBytes uint64
+	// Recovered reports that Open undid a change a killed process left in
+	// flight.
+	Recovered bool
+	// ReadOnly reports a filter opened with Options.ReadOnly.
+	ReadOnly bool
+	// Config is the filter's persisted parameters, seed included.
+	Config Config
+}
+
+// SubFilterStats describes one sub-filter.
+type SubFilterStats struct {
+	// Level fixes the sub-filter's capacity and error rate: Capacity*Growth^Level
+	// keys at ErrorRate*(1-Tightening)*Tightening^Level.
+	Level int
+	// FirstID is the first id the sub-filter owns; it owns every id up to the
+	// next sub-filter's FirstID.
+	FirstID uint64
+	// MaxID is the highest id added to it.
+	MaxID uint64
+	// Capacity is the number of keys it was built for.
+	Capacity uint64
+	// Count is its adds minus removes.
+	Count uint64
+	// Overfilled reports Count above Capacity (adds with older ids, or ids
+	// not newer than MaxID when full); its error rate is then above target.
+	Overfilled bool
+	// ErrorRate is the false-positive rate it was built for at Capacity.
+	ErrorRate float64
+	// K is the number of counters per key; Blocks the number of 64-byte blocks.
+	K      int
+	Blocks uint64
+	// Bytes is the size of its counters.
+	Bytes uint64
+	// EstimatedKeys estimates the distinct keys it holds.
+	EstimatedKeys float64
+}
+
+// Stats reports the filter's state. It reads no counters.
+func (f *Filter) Stats() Stats {
+	f.current()
+	s := Stats{
+		MemSeq:    f.journal.MemSeq(),
+		Recovered: f.recovered,
+		ReadOnly:  f.readOnly,
+		Config:    f.config,
+	}
+	if state, err := seqno.DecodeState(f.page0[offState:]); err == nil && !state.Dirty {
+		s.DiskSeq = state.DurableSeq
+	}
+	params := f.config.params()
+	for _, sub := range f.chain.SubFilters() {
+		ss := SubFilterStats{
+			Level:         sub.Level,
+			FirstID:       sub.FirstID,
+			MaxID:         sub.MaxID(),
+			Capacity:      sub.Capacity,
+			Count:         sub.Count(),
+			Overfilled:    sub.Overfilled(),
+			ErrorRate:     params.LevelErrorRate(sub.Level),
+			K:             sub.Geometry.K,
+			Blocks:        sub.Geometry.Blocks,
+			Bytes:         sub.Geometry.Bytes(),
+			EstimatedKeys: sub.EstimatedKeys(),
+		}
+		s.Count += ss.Count
+		s.EstimatedKeys += ss.EstimatedKeys
+		s.CounterBytes += ss.Bytes
+		s.SubFilters = append(s.SubFilters, ss)
+	}
+	return s
+}
+
+// Path is the path the filter was opened with.
+func (f *Filter) Path() string { return f.path }
+
+// Config is the filter's persisted parameters, seed included.
+func (f *Filter) Config() Config { return f.config }

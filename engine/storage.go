@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+
+	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/mmapfile"
+	"github.com/tallybloom/tallybloom/scaling"
+)
+
+// space is one sub-filter's room in the file.
+type space struct {
+	region   *mmapfile.Region
+	offset   uint64 // of the counters in the file, page-aligned
+	size     uint64 // room taken in the file: the counters rounded up to pages
+	counters []byte
+	tallies  []byte
+}
+
+func (s *space) Counters() []byte { return s.counters }
+func (s *space) Tallies() []byte  { return s.tallies }
+
+func spaceOf(sub *scaling.SubFilter) *space { return sub.Space().(*space) }
+
+// mapSpace maps the room of a sub-filter of geometry g at offset.
+func (f *Filter) mapSpace(level int, g counting.Geometry, offset uint64) (*space, error) {
+	size := regionBytes(g)
+	region, err := f.file.Map(int64(offset), int64(size))
+	if err != nil {
+		return nil, err
+	}
+	return &space{
+		region:   region,
+		offset:   offset,
+		size:     size,
+		counters: region.Bytes()[:g.Bytes()],
+		tallies:  f.page0[talliesOffset(level):][:scaling.MetaSize],
+	}, nil
+}
+
+// unmapLaterLocked unmaps the room of a sub-filter that left the chain once
+// no reader can reach it: a Contains that loaded an older snapshot keeps the
+// sub-filter, and so the mapping, alive until it returns. Close unmaps what
+// is still mapped then.
+func (f *Filter) unmapLaterLocked(sub *scaling.SubFilter) {
+	region := spaceOf(sub).region
+	runtime.AddCleanup(sub, func(r *mmapfile.Region) { _ = r.Unmap() }, region)
+	f.mu.retired = append(f.mu.retired, region)
+}
+
+var _ scaling.Storage = store{}
+
+// store is the chain's storage: room in the file, the directory slots and
+// the undo record. The chain calls it with Filter.mu held.
+type store struct{ f *Filter }
+
+// Allocate reserves room at the first gap between retained sub-filters that
+// fits, else at the end. Room reused from a retired sub-filter is released
+// again first, so it reads as zeros whatever happened to it before.
+func (s store) Allocate(level int, g counting.Geometry) (scaling.Space, error) {
+	f := s.f
+	size := regionBytes(g)
+	offset := f.freeOffset(size)
+	fileSize, err := f.file.Size()
+	if err != nil {
+		return nil, err
+	}
+	if int64(offset) < fileSize {
+		if err := f.file.Release(int64(offset), int64(min(size, uint64(fileSize)-offset))); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.file.Reserve(int64(offset), int64(size)); err != nil {
+		return nil, fmt.Errorf("engine: room for a sub-filter of %d bytes: %w", size, err)
+	}
+	return f.mapSpace(level, g, offset)
+}
+
+// Publish writes the directory to the slot that is not live, with the
+// sequence of the change in flight as its generation.
+func (s store) Publish(subs []*scaling.SubFilter) {
+	f := s.f
+	d := directory{generation: f.journal.MemSeq() + 1, entries: make([]dirEntry, len(subs))}
+	for i, sub := range subs {
+		d.entries[i] = dirEntry{Entry: sub.Entry, Offset: spaceOf(sub).offset}
+	}
+	slot := 1 - f.mu.liveSlot
+	encodeDirectory(f.directorySlot(slot), d)
+	f.mu.change.published = true
+}
+
+// Touch saves the block and the tallies a change will write, then seals the
+// undo record: from here on the change may write.
+func (s store) Touch(sub *scaling.SubFilter, block uint64) {
+	f := s.f
+	sp := spaceOf(sub)
+	f.journal.Begin()
+	f.journal.Save(areaOfLevel(sub.Level), block*counting.BlockBytes, sp.counters[block*counting.BlockBytes:][:counting.BlockBytes])
+	f.journal.Save(areaPage0, uint64(talliesOffset(sub.Level)), sp.tallies)
+	f.journal.Seal()
+	f.mu.change.sealed = true
+}
+
+// Undo areas: page 0 of the header, or the counters of the sub-filter at a
+// level.
+const areaPage0 = 0
+
+func areaOfLevel(level int) uint32 { return uint32(level) + 1 }
+
+// freeOffset is the lowest page-aligned offset past the header where size
+// bytes fit between the retained sub-filters.
+func (f *Filter) freeOffset(size uint64) uint64 {
+	var subs []*scaling.SubFilter
+	if f.chain != nil {
+		subs = f.chain.SubFilters()
+	}
+	free := gaps(subs, math.MaxUint64)
+	for _, gap := range free {
+		if gap[1]-gap[0] >= size {
+			return gap[0]
+		}
+	}
+	return free[len(free)-1][0] // the last gap runs to the end of the address space
+
+}
+
+// gaps are the ranges of [HeaderBytes, end) that no sub-filter of subs uses,
+// lowest first.
+func gaps(subs []*scaling.SubFilter, end uint64) [][2]uint64 {
+	used := make([][2]uint64, 0, len(subs)+1)
+	for _, sub := range subs {
+		sp := spaceOf(sub)
+		used = append(used, [2]uint64{sp.offset, sp.offset + sp.size})
+	}
+	slices.SortFunc(used, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	var free [][2]uint64
+	at := uint64(HeaderBytes)
+	for _, r := range append(used, [2]uint64{end, end}) {
+		if r[0] > at {
+			free = append(free, [2]uint64{at, r[0]})
+		}
+		at = max(at, r[1])
+	}
+	return free
+}
