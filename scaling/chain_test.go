@@ -136,7 +136,7 @@ func TestDropBeforeRetiresWholeRangesAndReusesLevels(t *testing.T) {
 	dropped := c.DropBefore(21)
 	require.Len(t, dropped, 2)
 	assert.Equal(t, []uint64{21, 31}, firstIDs(c))
-	assert.Empty(t, c.DropBefore(1<<60)[1:], "the newest is never retired")
+	assert.Empty(t, c.DropBefore(1 << 60)[1:], "the newest is never retired")
 	assert.Equal(t, []uint64{31}, firstIDs(c))
 
 	_, err := route(c.SubFilters(), 30)

@@ -1,0 +1,560 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/seqno"
+)
+
+// fillChain adds keys with growing ids from start until the chain has at
+// least subs sub-filters, each filled to its capacity, and returns the next id.
+func fillChain(t *testing.T, f *Filter, subs int, start uint64) uint64 {
+	t.Helper()
+	n := start
+	for {
+		stats := f.Stats()
+		last := stats.SubFilters[len(stats.SubFilters)-1]
+		if len(stats.SubFilters) >= subs && last.Count >= last.Capacity {
+			return n
+		}
+		require.NoError(t, f.Add(key(n), n))
+		n++
+	}
+}
+
+func TestCompoundErrorBoundIsMeasured(t *testing.T) {
+	for _, growth := range []float64{2, 1} {
+		t.Run(fmt.Sprintf("growth=%v", growth), func(t *testing.T) {
+			const errorRate = 0.01
+			capacity := uint64(20_000)
+			if growth == 2 {
+				capacity = 5_000 // six doublings are 315 000 keys
+			}
+			f := newTestFilter(t, Config{Capacity: capacity, ErrorRate: errorRate, Growth: growth, Seed: 77})
+			added := fillChain(t, f, 6, 0)
+			const probes = 1_000_000
+			falsePositives := 0
+			for i := range uint64(probes) {
+				if f.Contains(key(1<<40 + i)) {
+					falsePositives++
+				}
+			}
+			rate := float64(falsePositives) / probes
+			t.Logf("%d keys in %d sub-filters: measured %.5f against a bound of %v", added, len(f.Stats().SubFilters), rate, errorRate)
+			assert.LessOrEqual(t, rate, errorRate)
+		})
+	}
+}
+
+func TestCountersInTheFileAreInRedisBitfieldOrder(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Seed: 1})
+	for i := range uint64(50) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, f.Flush())
+	raw := readFile(t, f.Path())
+	sub := f.chain.SubFilters()[0]
+	region := raw[spaceOf(sub).offset:]
+	nonZero := 0
+	for i := range sub.Geometry.Counters() {
+		// BITFIELD u4 #i: byte i/2, high nibble for even i.
+		b := region[i/2]
+		want := b & 0x0f
+		if i%2 == 0 {
+			want = b >> 4
+		}
+		require.Equal(t, want, sub.Filter().Counter(i), "counter %d", i)
+		if want != 0 {
+			nonZero++
+		}
+	}
+	assert.Positive(t, nonZero)
+}
+
+func TestKeyAddedFortyTimesAndRemovedThirtyNineIsPresent(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01})
+	k := []byte("https://spam.example/landing")
+	for range 40 {
+		require.NoError(t, f.Add(k, 7))
+	}
+	for range 39 {
+		require.NoError(t, f.Remove(k, 7))
+	}
+	assert.True(t, f.Contains(k), "saturated counters never drop, so no false negative")
+	assert.Equal(t, uint64(1), f.Stats().Count)
+	f = reopen(t, f, nil)
+	assert.True(t, f.Contains(k))
+}
+
+func TestRemoveOfAKeyNeverAddedChangesNoByte(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.001})
+	for i := range uint64(500) {
+		require.NoError(t, f.Add(key(i), 1))
+	}
+	require.NoError(t, f.Flush())
+	before := readFile(t, f.Path())
+	seq := f.Stats().MemSeq
+	refused := 0
+	for i := uint64(10_000); i < 10_200; i++ {
+		if routedHolds(f, key(i), 1) {
+			continue // a false positive; removing it would be unsafe
+		}
+		assert.ErrorIs(t, f.Remove(key(i), 1), ErrNotFound)
+		refused++
+	}
+	assert.Greater(t, refused, 190)
+	require.NoError(t, f.Flush())
+	assert.Equal(t, before, readFile(t, f.Path()), "a refused remove leaves every byte as it was")
+	assert.Equal(t, seq, f.Stats().MemSeq, "a refused remove is not a change")
+}
+
+func TestIDRouting(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.01, Growth: 1})
+	for i := range uint64(10) {
+		require.NoError(t, f.Add(key(i), 100))
+	}
+	// Full, and 100 is not newer than every id held: the newest overfills.
+	require.NoError(t, f.Add(key(10), 100))
+	s := f.Stats()
+	require.Len(t, s.SubFilters, 1)
+	assert.True(t, s.SubFilters[0].Overfilled)
+
+	require.NoError(t, f.Add(key(11), 101))
+	s = f.Stats()
+	require.Len(t, s.SubFilters, 2)
+	assert.Equal(t, uint64(101), s.SubFilters[1].FirstID)
+
+	// An older id goes to the sub-filter that owns it, and so does its remove.
+	require.NoError(t, f.Add(key(12), 50))
+	assert.Equal(t, uint64(12), f.Stats().SubFilters[0].Count)
+	assert.ErrorIs(t, f.Remove(key(12), 101), ErrNotFound, "routed to the wrong sub-filter")
+	require.NoError(t, f.Remove(key(12), 50))
+
+	n, err := f.DropBefore(101)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.ErrorIs(t, f.Add(key(13), 100), ErrIDRetired)
+	err = f.Remove(key(0), 100)
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.ErrorIs(t, err, ErrIDRetired)
+	assert.False(t, f.Contains(key(0)), "retired keys are gone")
+	assert.True(t, f.Contains(key(11)))
+}
+
+func TestTestAndAdd(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.001})
+	seen, err := f.TestAndAdd([]byte("click-1"), 1)
+	require.NoError(t, err)
+	assert.False(t, seen)
+	seq := f.Stats().MemSeq
+	seen, err = f.TestAndAdd([]byte("click-1"), 2)
+	require.NoError(t, err)
+	assert.True(t, seen)
+	assert.Equal(t, uint64(1), f.Stats().Count, "a duplicate is not added")
+	assert.Equal(t, seq, f.Stats().MemSeq)
+	seen, err = f.TestAndAddString("click-2", 2)
+	require.NoError(t, err)
+	assert.False(t, seen)
+	assert.True(t, f.ContainsString("click-2"))
+}
+
+func TestDropBeforeGivesDiskSpaceBack(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 50_000, ErrorRate: 0.01, Growth: 1})
+	next := fillChain(t, f, 4, 0)
+	require.NoError(t, f.Flush())
+	before, err := f.file.Allocated()
+	require.NoError(t, err)
+	oldest := f.Stats().SubFilters[3].FirstID
+	n, err := f.DropBefore(oldest)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	after, err := f.file.Allocated()
+	require.NoError(t, err)
+	perSub := int64(f.Stats().SubFilters[0].Bytes)
+	t.Logf("allocated %d -> %d bytes (sub-filter of %d bytes)", before, after, perSub)
+	// File systems count blocks in their own units; most of three
+	// sub-filters' room must come back.
+	assert.GreaterOrEqual(t, before-after, 5*perSub/2, "the room of three sub-filters is returned")
+
+	// The freed room is reused, and reads as zeros.
+	fillChain(t, f, 3, next)
+	size, err := f.file.Size()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, uint64(size), uint64(HeaderBytes)+4*regionBytes(f.chain.SubFilters()[0].Geometry))
+	for _, sub := range f.chain.SubFilters() {
+		_, nonZero, _ := sub.Filter().Tally()
+		assert.Equal(t, sub.NonZero(), nonZero, "level %d starts from zeros", sub.Level)
+	}
+}
+
+func TestCloseThenOpenGivesIdenticalAnswers(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 2_000, ErrorRate: 0.01})
+	for i := range uint64(10_000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	for i := uint64(0); i < 10_000; i += 3 {
+		require.NoError(t, f.Remove(key(i), i))
+	}
+	answers := f.ContainsBatch(keysFrom(0, 50_000), nil)
+	stats := f.Stats()
+	f = reopen(t, f, nil)
+	assert.Equal(t, answers, f.ContainsBatch(keysFrom(0, 50_000), nil))
+	again := f.Stats()
+	assert.Equal(t, stats.Count, again.Count)
+	assert.Equal(t, stats.MemSeq, again.MemSeq)
+	assert.Equal(t, stats.MemSeq, again.DiskSeq, "a closed file is durable")
+	assert.Equal(t, stats.SubFilters, again.SubFilters)
+	assert.False(t, again.Recovered)
+}
+
+func keysFrom(from, to uint64) [][]byte {
+	keys := make([][]byte, 0, to-from)
+	for i := from; i < to; i++ {
+		keys = append(keys, key(i))
+	}
+	return keys
+}
+
+func TestConcurrentContainsWhileChanging(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 5_000, ErrorRate: 0.01, Growth: 1})
+	const stable = 5_000
+	for i := range uint64(stable) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	var stop atomic.Bool
+	var falseNegatives atomic.Int64
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			for i := uint64(r); !stop.Load(); i = (i + 7) % stable {
+				if !f.Contains(key(i)) {
+					falseNegatives.Add(1)
+				}
+			}
+		})
+	}
+	// The writer adds and removes other keys, opening new sub-filters.
+	for i := uint64(stable); i < 4*stable; i++ {
+		require.NoError(t, f.Add(key(i), i))
+		if i%2 == 0 {
+			require.NoError(t, f.Remove(key(i), i))
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	assert.Zero(t, falseNegatives.Load())
+	assert.GreaterOrEqual(t, len(f.Stats().SubFilters), 3, "sub-filters opened while readers ran")
+}
+
+func TestConfigDefaultsAndSeed(t *testing.T) {
+	a := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
+	b := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
+	assert.NotZero(t, a.Config().Seed, "a random seed by default")
+	assert.NotEqual(t, a.Config().Seed, b.Config().Seed)
+	assert.Equal(t, DefaultTightening, a.Config().Tightening)
+	assert.Equal(t, float64(DefaultGrowth), a.Config().Growth)
+	seed := a.Config().Seed
+	a = reopen(t, a, nil)
+	assert.Equal(t, seed, a.Config().Seed, "the seed is stored in the file")
+
+	info, err := os.Stat(a.Path())
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o644), info.Mode().Perm())
+	c, err := Create(tempPath(t), Config{Capacity: 10, ErrorRate: 0.1}, &Options{FileMode: 0o600})
+	require.NoError(t, err)
+	defer c.Close()
+	info, err = os.Stat(c.Path())
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm())
+}
+
+func TestBadConfigs(t *testing.T) {
+	nan := 0.0
+	nan /= nan
+	for _, cfg := range []Config{
+		{Capacity: 0, ErrorRate: 0.01},
+		{Capacity: 10, ErrorRate: 0},
+		{Capacity: 10, ErrorRate: 1},
+		{Capacity: 10, ErrorRate: -0.5},
+		{Capacity: 10, ErrorRate: nan},
+		{Capacity: 10, ErrorRate: 0.01, Tightening: 1},
+		{Capacity: 10, ErrorRate: 0.01, Tightening: -0.1},
+		{Capacity: 10, ErrorRate: 0.01, Growth: 0.5},
+		{Capacity: 1 << 62, ErrorRate: 1e-9},
+	} {
+		path := tempPath(t)
+		_, err := Create(path, cfg, nil)
+		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
+		_, statErr := os.Stat(path)
+		assert.ErrorIs(t, statErr, fs.ErrNotExist, "a refused create leaves no file")
+	}
+	err := Config{ErrorRate: 2, Tightening: 3}.Validate()
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "capacity")
+	assert.Contains(t, err.Error(), "tightening")
+	_, err = Create(tempPath(t), Config{Capacity: 1, ErrorRate: 0.1}, &Options{FileMode: fs.ModeDir | 0o644})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+func TestCallsThatCannotRun(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
+	_, err := Create(f.Path(), Config{Capacity: 10, ErrorRate: 0.1}, nil)
+	assert.ErrorIs(t, err, ErrExists)
+
+	_, err = Open(f.Path(), nil)
+	assert.ErrorIs(t, err, ErrLocked, "one writer at a time")
+
+	ro, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	assert.ErrorIs(t, ro.Add(key(1), 1), ErrReadOnly)
+	assert.ErrorIs(t, ro.Remove(key(1), 1), ErrReadOnly)
+	_, err = ro.DropBefore(1)
+	assert.ErrorIs(t, err, ErrReadOnly)
+	require.NoError(t, ro.Close())
+
+	assert.ErrorIs(t, f.AddBatch([][]byte{key(1)}, nil), ErrInvalidInput)
+	require.NoError(t, f.Close())
+	assert.ErrorIs(t, f.Add(key(1), 1), ErrClosed)
+	assert.ErrorIs(t, f.Flush(), ErrClosed)
+	assert.ErrorIs(t, f.Close(), ErrClosed)
+	assert.False(t, f.Contains(key(1)))
+	assert.Equal(t, []bool{false}, f.ContainsBatch([][]byte{key(1)}, nil))
+
+	_, err = Open(tempPath(t), nil)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestReaderFollowsTheWriter(t *testing.T) {
+	w := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	r, err := Open(w.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	require.NoError(t, w.Add(key(1), 1))
+	assert.True(t, r.Contains(key(1)), "an add is seen through the shared mapping")
+	fillChain(t, w, 3, 2)
+	assert.Len(t, r.Stats().SubFilters, 3, "new sub-filters are seen without reopening")
+	last := w.Stats().SubFilters[2]
+	require.NoError(t, w.Add(key(1<<30), last.MaxID))
+	assert.True(t, r.Contains(key(1<<30)))
+	_, err = w.DropBefore(last.FirstID)
+	require.NoError(t, err)
+	assert.Len(t, r.Stats().SubFilters, 1, "retirements are seen")
+	assert.False(t, r.Contains(key(1)))
+	assert.True(t, r.Contains(key(1<<30)))
+}
+
+func TestAddBatchAndContainsBatch(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	keys := keysFrom(0, 300)
+	ids := make([]uint64, len(keys))
+	for i := range ids {
+		ids[i] = uint64(i)
+	}
+	require.NoError(t, f.AddBatch(keys, ids))
+	assert.Equal(t, uint64(300), f.Stats().Count)
+	out := f.ContainsBatch(keys, make([]bool, 0, 300))
+	for i, ok := range out {
+		require.True(t, ok, "key %d", i)
+	}
+	_, err := f.DropBefore(150)
+	require.NoError(t, err)
+	err = f.AddBatch([][]byte{key(1000), key(1001)}, []uint64{1000, 1})
+	assert.ErrorIs(t, err, ErrIDRetired)
+	assert.Contains(t, err.Error(), "key 1 of 2")
+	assert.True(t, f.Contains(key(1000)), "keys before the failure stay added")
+}
+
+func TestSequenceNumbers(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01})
+	s := f.Stats()
+	assert.Equal(t, uint64(1), s.MemSeq, "creation is change 1")
+	assert.Equal(t, uint64(1), s.DiskSeq)
+	require.NoError(t, f.Add(key(1), 1))
+	require.NoError(t, f.Add(key(2), 2))
+	s = f.Stats()
+	assert.Equal(t, uint64(3), s.MemSeq)
+	assert.Zero(t, s.DiskSeq, "unflushed changes")
+	require.NoError(t, f.Flush())
+	assert.Equal(t, uint64(3), f.Stats().DiskSeq)
+}
+
+// A process killed mid-change: its undo record puts back what it wrote.
+func TestOpenRecoversAChangeInFlight(t *testing.T) {
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 100, ErrorRate: 0.01}, bootOf(1))
+	require.NoError(t, err)
+	for i := range uint64(20) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	before := f.ContainsBatch(keysFrom(0, 5000), nil)
+	stats := f.Stats()
+
+	// Start an add and die halfway through its counter writes.
+	f.mu.Lock()
+	require.NoError(t, f.beginLocked())
+	sub := f.chain.SubFilters()[0]
+	p := sub.Filter().Probe(f.hasher.Key(key(999)))
+	store{f}.Touch(sub, p.Block)
+	block := spaceOf(sub).counters[p.Block*counting.BlockBytes:][:counting.BlockBytes]
+	for i := range block[:20] {
+		block[i] = 0xff
+	}
+	f.mu.Unlock()
+	abandon(t, f)
+
+	g, err := Open(path, bootOf(1))
+	require.NoError(t, err)
+	defer g.Close()
+	assert.True(t, g.Stats().Recovered)
+	assert.Equal(t, before, g.ContainsBatch(keysFrom(0, 5000), nil))
+	assert.Equal(t, stats.MemSeq, g.Stats().MemSeq)
+	assert.Equal(t, stats.Count, g.Stats().Count)
+	sum, _, _ := g.chain.SubFilters()[0].Filter().Tally()
+	assert.Equal(t, uint64(20*g.chain.SubFilters()[0].Geometry.K), sum, "counters are exact again")
+}
+
+// A machine crash with unflushed changes: never opened as clean.
+func TestOpenAfterMachineCrash(t *testing.T) {
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 100, ErrorRate: 0.01}, bootOf(1))
+	require.NoError(t, err)
+	require.NoError(t, f.Add(key(1), 1))
+	require.NoError(t, f.Flush())
+	durable := f.Stats().DiskSeq
+	require.NoError(t, f.Add(key(2), 2))
+	abandon(t, f)
+
+	_, err = Open(path, bootOf(2))
+	require.ErrorIs(t, err, ErrUnclean)
+	var unclean *UncleanError
+	require.ErrorAs(t, err, &unclean)
+	assert.Equal(t, durable, unclean.DurableSeq)
+	_, err = Open(path, &Options{ReadOnly: true, BootID: bootOf(2).BootID})
+	assert.ErrorIs(t, err, ErrUnclean, "readers are not fooled either")
+
+	// Nothing changed after the last flush: clean on any boot.
+	g, err := Open(path, bootOf(1))
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	h, err := Open(path, bootOf(3))
+	require.NoError(t, err)
+	assert.True(t, h.Contains(key(2)))
+	require.NoError(t, h.Close())
+
+	noBoot := &Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{}, seqno.ErrNoBootID }}
+	h, err = Open(path, noBoot)
+	require.NoError(t, err)
+	require.NoError(t, h.Add(key(3), 3))
+	abandon(t, h)
+	_, err = Open(path, noBoot)
+	assert.ErrorIs(t, err, ErrUnclean, "without a boot id a dirty file is never trusted")
+}
+
+func TestDamagedFiles(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})
+	for i := range uint64(100) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, f.Close())
+	good := readFile(t, f.Path())
+
+	cases := map[string]func([]byte) []byte{
+		"empty":              func(b []byte) []byte { return nil },
+		"not ours":           func(b []byte) []byte { return []byte("#!/bin/sh\necho hello\n") },
+		"truncated header":   func(b []byte) []byte { return b[:HeaderBytes-1] },
+		"truncated counters": func(b []byte) []byte { return b[:len(b)-PageSize] },
+		"superblock byte":    flip(sbCapacity),
+		"state byte":         flip(offState + 9),
+		"journal mem seq":    flip(offJournal),
+		"both directories":   func(b []byte) []byte { return flip(offDirectory+20)(flip(offDirectory+PageSize+20)(b)) },
+		"directory offset": func(b []byte) []byte {
+			return rewriteDirectory(b, func(e *dirEntry) { e.Offset = 1 << 50 })
+		},
+		"directory geometry": func(b []byte) []byte {
+			return rewriteDirectory(b, func(e *dirEntry) { e.Geometry.K = 99 })
+		},
+		"directory overlap": func(b []byte) []byte {
+			return rewriteDirectory(b, func(e *dirEntry) { e.Offset = PageSize })
+		},
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := tempPath(t)
+			require.NoError(t, os.WriteFile(path, damage(append([]byte(nil), good...)), 0o644))
+			for _, ro := range []bool{false, true} {
+				g, err := Open(path, &Options{ReadOnly: ro})
+				if err == nil {
+					g.Close()
+				}
+				assert.ErrorIs(t, err, ErrCorrupt, "read-only %v: %v", ro, err)
+			}
+		})
+	}
+
+	t.Run("newer version", func(t *testing.T) {
+		path := tempPath(t)
+		b := append([]byte(nil), good...)
+		b[sbVersion] = FormatVersion + 1
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := Open(path, nil)
+		assert.ErrorIs(t, err, ErrVersion)
+		assert.Contains(t, err.Error(), "newer")
+	})
+}
+
+func flip(offset int) func([]byte) []byte {
+	return func(b []byte) []byte { b[offset] ^= 0x10; return b }
+}
+
+// rewriteDirectory changes the first entry of the live directory and
+// re-seals it, as a hostile file would.
+func rewriteDirectory(b []byte, change func(*dirEntry)) []byte {
+	for slot := range 2 {
+		page := b[offDirectory+slot*PageSize:][:PageSize]
+		d, ok, err := decodeDirectory(page, int64(len(b)))
+		if ok && err == nil && len(d.entries) > 0 {
+			change(&d.entries[0])
+			encodeDirectory(page, d)
+		}
+	}
+	return b
+}
+
+// The layout is pinned: a file made from fixed parameters and keys hashes to
+// a known value. A change here is a format change: bump FormatVersion and
+// update docs/FORMAT.md.
+func TestGoldenFile(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Tightening: 0.5, Growth: 2, Seed: 0x7a11b100})
+	for i := range uint64(250) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, f.Remove(key(3), 3))
+	_, err := f.DropBefore(101)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	raw := readFile(t, f.Path())
+	sum := sha256.Sum256(raw)
+	assert.Equal(t, goldenSHA256, hex.EncodeToString(sum[:]), "file of %d bytes", len(raw))
+	assert.Equal(t, Magic, string(raw[:8]))
+}
+
+const goldenSHA256 = "64f6f62a03401db7fa6632b23d201f7ca4330fdb929961aa444362e39db014be"
+
+func TestErrorsAreSentinels(t *testing.T) {
+	unclean := &UncleanError{Path: "p", DurableSeq: 9}
+	assert.True(t, errors.Is(unclean, ErrUnclean))
+	assert.Contains(t, unclean.Error(), "9")
+	assert.False(t, errors.Is(unclean, ErrCorrupt))
+}
