@@ -478,7 +478,7 @@ func TestDamagedFiles(t *testing.T) {
 		"superblock byte":    flip(sbCapacity),
 		"state byte":         flip(offState + 9),
 		"journal mem seq":    flip(offJournal),
-		"both directories":   func(b []byte) []byte { return flip(offDirectory+20)(flip(offDirectory+PageSize+20)(b)) },
+		"both directories":   func(b []byte) []byte { return flip(offDirectory + 20)(flip(offDirectory + PageSize + 20)(b)) },
 		"directory offset": func(b []byte) []byte {
 			return rewriteDirectory(b, func(e *dirEntry) { e.Offset = 1 << 50 })
 		},

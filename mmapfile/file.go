@@ -107,9 +107,10 @@ type Region struct {
 	unmapped bool
 }
 
-// Map maps [off, off+n) of the file, read-write if the file is writable. The
-// range must lie inside the file. off need not be aligned to the system page
-// size; the mapping starts at the page boundary below it.
+// Map maps [off, off+n) of the file, read-write if the file is writable, for
+// random access (no readahead). The range must lie inside the file. off need
+// not be aligned to the system page size; the mapping starts at the page
+// boundary below it.
 func (f *File) Map(off, n int64) (*Region, error) {
 	size, err := f.Size()
 	if err != nil {
@@ -128,6 +129,9 @@ func (f *File) Map(off, n int64) (*Region, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "mmap", Path: f.path, Err: err}
 	}
+	// Lookups are random: readahead around a fault would read megabytes
+	// for one cache line, and make Open read counters it never asked for.
+	adviseRandom(mapping)
 	return &Region{mapping: mapping, data: mapping[off-start:][:n:n]}, nil
 }
 

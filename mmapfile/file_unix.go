@@ -21,6 +21,9 @@ func lock(f *File) error {
 	return nil
 }
 
+// adviseRandom turns readahead off for a mapping; it is only a hint.
+func adviseRandom(b []byte) { _ = unix.Madvise(b, unix.MADV_RANDOM) }
+
 func unlock(f *File) error {
 	if err := unix.Flock(int(f.file.Fd()), unix.LOCK_UN); err != nil {
 		return &fs.PathError{Op: "flock", Path: f.path, Err: err}
