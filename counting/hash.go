@@ -22,6 +22,7 @@ func NewHasher(seed uint64) Hasher { return Hasher{seed: seed} }
 
 // Key hashes key. It does not allocate.
 func (h Hasher) Key(key []byte) Hash {
+	countHash()
 	var d xxhash.Digest
 	d.ResetWithSeed(h.seed)
 	_, _ = d.Write(key)
@@ -30,6 +31,7 @@ func (h Hasher) Key(key []byte) Hash {
 
 // String hashes key like Key([]byte(key)) without converting it.
 func (h Hasher) String(key string) Hash {
+	countHash()
 	var d xxhash.Digest
 	d.ResetWithSeed(h.seed)
 	_, _ = d.WriteString(key)

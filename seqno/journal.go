@@ -64,6 +64,9 @@ type Journal struct {
 	memSeq *uint64
 	undo   *uint64
 	spans  int
+	// head is scratch room for the checksummed sequence and count; a field,
+	// so that checksumming does not allocate.
+	head [12]byte
 }
 
 // NewJournal returns a Journal over region[:JournalSize]; region must be
@@ -155,9 +158,8 @@ func (j *Journal) Pending() ([]Span, bool, error) {
 }
 
 func (j *Journal) checksum(seq uint64, spans int) uint32 {
-	var head [12]byte
-	binary.LittleEndian.PutUint64(head[:], seq)
-	binary.LittleEndian.PutUint32(head[8:], uint32(spans))
-	crc := crc32.Update(0, castagnoli, head[:])
+	binary.LittleEndian.PutUint64(j.head[:], seq)
+	binary.LittleEndian.PutUint32(j.head[8:], uint32(spans))
+	crc := crc32.Update(0, castagnoli, j.head[:])
 	return crc32.Update(crc, castagnoli, j.region[undoSpans:undoSpans+spans*spanSize])
 }

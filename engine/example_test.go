@@ -1,0 +1,110 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// A spam list: URLs added with the Unix time they were reported, checked on
+// every redirect, and expired a day at a time.
+func Example() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+
+	f, err := engine.Create(filepath.Join(dir, "spam.tb"), engine.Config{Capacity: 100_000, ErrorRate: 0.001}, nil)
+	if err != nil {
+		panic(err)
+	}
+	const day = 86_400
+	reported := uint64(1_700_000_000)
+	_ = f.Add([]byte("spam.example/win-a-prize"), reported)
+	_ = f.Add([]byte("phish.example/login"), reported+day)
+
+	fmt.Println(f.Contains([]byte("spam.example/win-a-prize")))
+	fmt.Println(f.Contains([]byte("docs.example/welcome")))
+
+	// A false report is taken back with the id it was added with.
+	_ = f.Remove([]byte("phish.example/login"), reported+day)
+	fmt.Println(f.Contains([]byte("phish.example/login")))
+	fmt.Println(errors.Is(f.Remove([]byte("never.example/added"), reported), engine.ErrNotFound))
+
+	if err := f.Close(); err != nil {
+		panic(err)
+	}
+	// Output:
+	// true
+	// false
+	// false
+	// true
+}
+
+// Open maps the file and is ready: nothing is rebuilt.
+func ExampleOpen() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "filter.tb")
+
+	f, _ := engine.Create(path, engine.Config{Capacity: 1000, ErrorRate: 0.01}, nil)
+	_ = f.AddString("https://spam.example/", 1)
+	_ = f.Close()
+
+	f, err := engine.Open(path, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	s := f.Stats()
+	fmt.Println(f.ContainsString("https://spam.example/"), s.Count, s.MemSeq == s.DiskSeq)
+	// Output: true 1 true
+}
+
+// TestAndAdd deduplicates a click log in one step.
+func ExampleFilter_TestAndAdd() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+	f, _ := engine.Create(filepath.Join(dir, "clicks.tb"), engine.Config{Capacity: 1000, ErrorRate: 0.001}, nil)
+	defer f.Close()
+
+	for i, click := range []string{"u1:ad7", "u2:ad7", "u1:ad7"} {
+		seen, _ := f.TestAndAddString(click, uint64(i))
+		fmt.Println(click, seen)
+	}
+	// Output:
+	// u1:ad7 false
+	// u2:ad7 false
+	// u1:ad7 true
+}
+
+// DropBefore expires every sub-filter whose ids are all older than a cutoff.
+func ExampleFilter_DropBefore() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+	f, _ := engine.Create(filepath.Join(dir, "expiring.tb"), engine.Config{Capacity: 10, ErrorRate: 0.01, Growth: 1}, nil)
+	defer f.Close()
+
+	for hour := range uint64(30) {
+		_ = f.Add(fmt.Appendf(nil, "url-%d", hour), hour)
+	}
+	fmt.Println("sub-filters:", len(f.Stats().SubFilters))
+	dropped, _ := f.DropBefore(20)
+	fmt.Println("dropped:", dropped, "oldest id kept:", f.Stats().SubFilters[0].FirstID)
+	fmt.Println(f.ContainsString("url-3"), f.ContainsString("url-25"))
+	// Output:
+	// sub-filters: 3
+	// dropped: 2 oldest id kept: 20
+	// false true
+}
+
+// After a machine crash with unflushed changes, Open refuses to pretend.
+func ExampleUncleanError() {
+	err := error(&engine.UncleanError{Path: "spam.tb", DurableSeq: 41})
+	var unclean *engine.UncleanError
+	if errors.Is(err, engine.ErrUnclean) && errors.As(err, &unclean) {
+		fmt.Println("replay from sequence", unclean.DurableSeq+1)
+	}
+	// Output: replay from sequence 42
+}
