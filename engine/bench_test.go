@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -165,6 +166,54 @@ func BenchmarkOpen(b *testing.B) {
 				}
 				if err := g.Close(); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkAddBatch(b *testing.B) {
+	f, err := Create(tempPath(b), Config{Capacity: 1_000_000, ErrorRate: 0.01, Seed: 1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	keys := benchKeySet(0)
+	ids := make([]uint64, 1024)
+	b.ReportAllocs()
+	next := uint64(0)
+	for b.Loop() {
+		start := next & (benchKeys - 1) &^ 1023
+		for i := range ids {
+			ids[i] = next
+		}
+		if err := f.AddBatch(keys[start:start+1024], ids); err != nil {
+			b.Fatal(err)
+		}
+		next += 1024
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
+}
+
+// BenchmarkDropBefore opens a sub-filter and retires the oldest, one of each
+// per iteration: the cost of a retirement does not depend on how many keys
+// the retired sub-filter held.
+func BenchmarkDropBefore(b *testing.B) {
+	for _, capacity := range []uint64{100, 100_000} {
+		b.Run(fmt.Sprintf("capacity=%d", capacity), func(b *testing.B) {
+			f, err := Create(tempPath(b), Config{Capacity: capacity, ErrorRate: 0.01, Growth: 1, Seed: 1}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			id := fillChain(b, f, 2, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				id = fillChain(b, f, 3, id)
+				b.StartTimer()
+				if n, err := f.DropBefore(f.Stats().SubFilters[1].FirstID); err != nil || n != 1 {
+					b.Fatal(n, err)
 				}
 			}
 		})

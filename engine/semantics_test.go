@@ -20,7 +20,7 @@ import (
 
 // fillChain adds keys with growing ids from start until the chain has at
 // least subs sub-filters, each filled to its capacity, and returns the next id.
-func fillChain(t *testing.T, f *Filter, subs int, start uint64) uint64 {
+func fillChain(t testing.TB, f *Filter, subs int, start uint64) uint64 {
 	t.Helper()
 	n := start
 	for {

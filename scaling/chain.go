@@ -14,6 +14,10 @@ type Chain struct {
 	// current is the immutable list of retained sub-filters, oldest first.
 	// Readers load it without a lock; changes replace it.
 	current atomic.Pointer[[]*SubFilter]
+	// planned caches the shape of each level, which depends on the level
+	// alone: planning takes milliseconds and a retired level is taken
+	// again. Used by changes only.
+	planned [MaxSubFilters]*Level
 }
 
 // New starts a chain with its level-0 sub-filter, whose FirstID is 0, so that
@@ -183,9 +187,14 @@ func (c *Chain) open(firstID uint64) (*SubFilter, error) {
 	for held&(1<<level) != 0 {
 		level++
 	}
-	shape, err := c.params.Level(level)
-	if err != nil {
-		return nil, err
+	shape := c.planned[level]
+	if shape == nil {
+		planned, err := c.params.Level(level)
+		if err != nil {
+			return nil, err
+		}
+		shape = &planned
+		c.planned[level] = shape
 	}
 	space, err := c.storage.Allocate(level, shape.Geometry)
 	if err != nil {
