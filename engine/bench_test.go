@@ -6,14 +6,22 @@ import (
 	"testing"
 )
 
-// benchFilter is a filter of n keys at 1%, the size the peers are compared at.
-func benchFilter(b *testing.B, n uint64) *Filter {
+// emptyBenchFilter is an empty filter built for capacity keys at 1%, the
+// rate the peers are compared at.
+func emptyBenchFilter(b *testing.B, capacity uint64) *Filter {
 	b.Helper()
-	f, err := Create(tempPath(b), Config{Capacity: n, ErrorRate: 0.01, Seed: 1}, nil)
+	f, err := Create(tempPath(b), Config{Capacity: capacity, ErrorRate: 0.01, Seed: 1}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// benchFilter is a filter of n keys at 1%.
+func benchFilter(b *testing.B, n uint64) *Filter {
+	b.Helper()
+	f := emptyBenchFilter(b, n)
 	for i := range n {
 		if err := f.Add(key(i), 1); err != nil {
 			b.Fatal(err)
@@ -86,11 +94,7 @@ func BenchmarkContainsParallel(b *testing.B) {
 }
 
 func BenchmarkAdd(b *testing.B) {
-	f, err := Create(tempPath(b), Config{Capacity: 1_000_000, ErrorRate: 0.01, Seed: 1}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
+	f := emptyBenchFilter(b, 1_000_000)
 	keys := benchKeySet(0)
 	b.ReportAllocs()
 	i := uint64(0)
@@ -103,11 +107,7 @@ func BenchmarkAdd(b *testing.B) {
 }
 
 func BenchmarkRemove(b *testing.B) {
-	f, err := Create(tempPath(b), Config{Capacity: uint64(max(b.N, 1_000_000)), ErrorRate: 0.01, Seed: 1}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
+	f := emptyBenchFilter(b, uint64(max(b.N, 1_000_000)))
 	for i := range b.N {
 		if err := f.Add(key(uint64(i)), 1); err != nil {
 			b.Fatal(err)
@@ -124,11 +124,7 @@ func BenchmarkRemove(b *testing.B) {
 }
 
 func BenchmarkTestAndAdd(b *testing.B) {
-	f, err := Create(tempPath(b), Config{Capacity: 1_000_000, ErrorRate: 0.01, Seed: 1}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
+	f := emptyBenchFilter(b, 1_000_000)
 	keys := benchKeySet(0)
 	b.ReportAllocs()
 	i := uint64(0)
@@ -173,11 +169,7 @@ func BenchmarkOpen(b *testing.B) {
 }
 
 func BenchmarkAddBatch(b *testing.B) {
-	f, err := Create(tempPath(b), Config{Capacity: 1_000_000, ErrorRate: 0.01, Seed: 1}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
+	f := emptyBenchFilter(b, 1_000_000)
 	keys := benchKeySet(0)
 	ids := make([]uint64, 1024)
 	b.ReportAllocs()
