@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Verify checks the filter file at path end to end: the header's checksums
+// and fields, the directory, a change left in flight, and for every
+// sub-filter that its tallies agree with its counters: the non-zero counters
+// are counted exactly and, while no counter is saturated, the counters sum to
+// k times the count. It reads every counter, so its cost grows with the file.
+//
+// Verify opens the file read-only and takes no lock; run it on a file no
+// writer is changing. It returns nil, or an error that errors.Is ErrCorrupt
+// (or ErrUnclean, ErrVersion) and says, one line a problem, what is wrong.
+func Verify(path string) error {
+	f, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if problems := f.verify(); len(problems) > 0 {
+		return fmt.Errorf("%w: %s: %d problem(s):\n  %s", ErrCorrupt, path, len(problems), strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// verify lists every inconsistency it finds, in words a person can act on.
+func (f *Filter) verify() []string {
+	var problems []string
+	if _, pending, err := f.journal.Pending(); err != nil {
+		problems = append(problems, fmt.Sprintf("the undo record is damaged (%v): the change in flight cannot be undone; rebuild the filter", err))
+	} else if pending {
+		// The counters of a change in flight are half written; their check
+		// would only repeat this.
+		return append(problems, fmt.Sprintf("change %d was in flight when its writer stopped: open the file for writing once to undo it, then verify again", f.journal.MemSeq()+1))
+	}
+	for slot := range 2 {
+		if _, valid, err := decodeDirectory(f.directorySlot(slot), 1<<62); valid && err != nil {
+			problems = append(problems, fmt.Sprintf("directory slot %d is damaged: %v", slot, err))
+		}
+	}
+	for i, sub := range f.chain.SubFilters() {
+		name := fmt.Sprintf("sub-filter %d (level %d, ids from %d)", i, sub.Level, sub.FirstID)
+		sum, nonZero, saturated := sub.Filter().Tally()
+		if nonZero != sub.NonZero() {
+			problems = append(problems, fmt.Sprintf("%s: %d counters are non-zero but its tallies say %d: the tallies or the counters were changed outside tallybloom; rebuild the filter", name, nonZero, sub.NonZero()))
+		}
+		if want := uint64(sub.Geometry.K) * sub.Count(); saturated == 0 && sum != want {
+			problems = append(problems, fmt.Sprintf("%s: its counters sum to %d but %d keys of %d counters each need %d: counters were lost or added outside tallybloom; rebuild the filter", name, sum, sub.Count(), sub.Geometry.K, want))
+		}
+		if sub.Count() > 0 && sub.MaxID() < sub.FirstID {
+			problems = append(problems, fmt.Sprintf("%s: holds keys but its highest id %d is below its first id", name, sub.MaxID()))
+		}
+		if sub.Count() == 0 && nonZero > saturated {
+			problems = append(problems, fmt.Sprintf("%s: holds no key but %d counters below 15 are non-zero", name, nonZero-saturated))
+		}
+	}
+	return problems
+}

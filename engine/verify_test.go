@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/counting"
+)
+
+func TestVerifyPassesOnAGoodFile(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	next := fillChain(t, f, 3, 0)
+	for i := uint64(0); i < next; i += 4 {
+		require.NoError(t, f.Remove(key(i), i))
+	}
+	require.NoError(t, f.Close())
+	assert.NoError(t, Verify(f.Path()))
+}
+
+func TestVerifyFindsWhatIsWrong(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	fillChain(t, f, 2, 0)
+	sub := f.chain.SubFilters()[1]
+	offset := spaceOf(sub).offset
+	require.NoError(t, f.Close())
+	good := readFile(t, f.Path())
+
+	damage := func(t *testing.T, change func(b []byte)) error {
+		path := tempPath(t)
+		b := append([]byte(nil), good...)
+		change(b)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		return Verify(path)
+	}
+	t.Run("a lost counter", func(t *testing.T) {
+		err := damage(t, func(b []byte) {
+			region := b[offset:]
+			for i := range region {
+				if region[i] != 0 {
+					region[i] = 0 // clear two counters
+					return
+				}
+			}
+		})
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "sub-filter 1 (level 1")
+		assert.Contains(t, err.Error(), "non-zero but its tallies say")
+		assert.Contains(t, err.Error(), "rebuild")
+	})
+	t.Run("a count changed", func(t *testing.T) {
+		err := damage(t, func(b []byte) { b[talliesOffset(sub.Level)] ^= 0x04 })
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "counters sum to")
+	})
+	t.Run("a change in flight", func(t *testing.T) {
+		path := tempPath(t)
+		require.NoError(t, os.WriteFile(path, good, 0o644))
+		g, err := Open(path, nil) // this boot, so the stop reads as a process crash
+		require.NoError(t, err)
+		g.mu.Lock()
+		require.NoError(t, g.beginLocked())
+		s := g.chain.SubFilters()[0]
+		p := s.Filter().Probe(counting.NewHasher(1).Key([]byte("x")))
+		store{g}.Touch(s, p.Block)
+		g.mu.Unlock()
+		abandon(t, g)
+		err = Verify(path)
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "open the file for writing once to undo it")
+	})
+	t.Run("a damaged header", func(t *testing.T) {
+		assert.ErrorIs(t, damage(t, func(b []byte) { b[sbSeed] ^= 1 }), ErrCorrupt)
+	})
+}
