@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -93,16 +95,23 @@ func BenchmarkContainsParallel(b *testing.B) {
 	}
 }
 
+// BenchmarkAdd measures Add with its crash bookkeeping (the undo record and
+// the sequence bump) and, for comparison only, without it.
 func BenchmarkAdd(b *testing.B) {
-	f := emptyBenchFilter(b, 1_000_000)
-	keys := benchKeySet(0)
-	b.ReportAllocs()
-	i := uint64(0)
-	for b.Loop() {
-		if err := f.Add(keys[i&(benchKeys-1)], i); err != nil {
-			b.Fatal(err)
-		}
-		i++
+	for _, journaled := range []bool{true, false} {
+		b.Run(map[bool]string{true: "bookkeeping", false: "no-bookkeeping"}[journaled], func(b *testing.B) {
+			f := emptyBenchFilter(b, 1_000_000)
+			f.unjournaled = !journaled
+			keys := benchKeySet(0)
+			b.ReportAllocs()
+			i := uint64(0)
+			for b.Loop() {
+				if err := f.Add(keys[i&(benchKeys-1)], i); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 
@@ -136,23 +145,36 @@ func BenchmarkTestAndAdd(b *testing.B) {
 	}
 }
 
-// BenchmarkOpen opens filters of 1 MiB and 1 GiB of counters: the cost must
-// not grow with the size.
+// openSizes are the filters BenchmarkOpen and BenchmarkRecover compare:
+// their cost must not grow with the size.
+var openSizes = []struct {
+	name     string
+	capacity uint64 // at 1%, giving about the named size of counters
+}{{"1MiB", 110_000}, {"1GiB", 115_000_000}, {"4GiB", 460_000_000}}
+
+// sizedFilter creates a closed filter of about the named size, or skips
+// when the disk has no room for it.
+func sizedFilter(b *testing.B, capacity uint64) (path string, bytes uint64) {
+	b.Helper()
+	path = tempPath(b)
+	f, err := Create(path, Config{Capacity: capacity, ErrorRate: 0.01, Growth: 1, Seed: 1}, nil)
+	if errors.Is(err, syscall.ENOSPC) {
+		b.Skipf("no room on disk for %d keys: %v", capacity, err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	bytes = f.Stats().CounterBytes
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return path, bytes
+}
+
 func BenchmarkOpen(b *testing.B) {
-	for _, size := range []struct {
-		name     string
-		capacity uint64
-	}{{"1MiB", 110_000}, {"1GiB", 115_000_000}} {
-		path := tempPath(b)
-		f, err := Create(path, Config{Capacity: size.capacity, ErrorRate: 0.01, Growth: 1, Seed: 1}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bytes := f.Stats().CounterBytes
-		if err := f.Close(); err != nil {
-			b.Fatal(err)
-		}
+	for _, size := range openSizes {
 		b.Run(size.name, func(b *testing.B) {
+			path, bytes := sizedFilter(b, size.capacity)
 			b.ReportMetric(float64(bytes)/(1<<20), "MiB")
 			b.ReportAllocs()
 			for b.Loop() {
@@ -166,6 +188,53 @@ func BenchmarkOpen(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRecover opens a file whose writer was killed mid-change: the
+// undo record is applied, and the cost does not grow with the size.
+func BenchmarkRecover(b *testing.B) {
+	for _, size := range openSizes {
+		b.Run(size.name, func(b *testing.B) {
+			path, bytes := sizedFilter(b, size.capacity)
+			b.ReportMetric(float64(bytes)/(1<<20), "MiB")
+			for b.Loop() {
+				b.StopTimer()
+				crashMidChange(b, path)
+				b.StartTimer()
+				g, err := Open(path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if !g.Stats().Recovered {
+					b.Fatal("nothing was recovered")
+				}
+				if err := g.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// crashMidChange leaves path as a writer killed after sealing an add's undo
+// record and writing part of its block.
+func crashMidChange(b *testing.B, path string) {
+	f, err := Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.mu.Lock()
+	if err := f.beginLocked(); err != nil {
+		b.Fatal(err)
+	}
+	sub := f.chain.SubFilters()[0]
+	p := sub.Filter().Probe(f.hasher.Key(key(42)))
+	store{f}.Touch(sub, p.Block)
+	spaceOf(sub).counters[p.Block*64] = 0xff
+	f.mu.Unlock()
+	abandon(b, f)
 }
 
 func BenchmarkAddBatch(b *testing.B) {

@@ -39,11 +39,13 @@ func (f *Filter) beginLocked() error {
 func (f *Filter) commitLocked() error {
 	c := f.mu.change
 	f.mu.change = change{}
-	if !c.sealed {
-		f.journal.Begin()
-		f.journal.Seal()
+	if !f.unjournaled {
+		if !c.sealed {
+			f.journal.Begin()
+			f.journal.Seal()
+		}
+		f.journal.Commit()
 	}
-	f.journal.Commit()
 	if c.published {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
 		gen := f.journal.MemSeq()

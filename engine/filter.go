@@ -33,6 +33,10 @@ type Filter struct {
 	dirSeq  *uint64 // in page 0: generation of the live directory
 	chain   *scaling.Chain
 
+	// unjournaled turns the undo record and sequence bump off; only
+	// benchmarks set it, to measure what the bookkeeping costs.
+	unjournaled bool
+
 	closed atomic.Bool
 	// seenDirSeq is the directory generation this process last loaded; a
 	// reader reloads when the file's differs.

@@ -97,6 +97,9 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 // undo record: from here on the change may write.
 func (s store) Touch(sub *scaling.SubFilter, block uint64) {
 	f := s.f
+	if f.unjournaled {
+		return
+	}
 	sp := spaceOf(sub)
 	f.journal.Begin()
 	f.journal.Save(areaOfLevel(sub.Level), block*counting.BlockBytes, sp.counters[block*counting.BlockBytes:][:counting.BlockBytes])
