@@ -19,6 +19,10 @@ var (
 	// ErrCorrupt: the file is damaged, truncated or not a tallybloom filter.
 	ErrCorrupt = errors.New("engine: corrupt file")
 
+	// ErrNotFilter: the file is not a tallybloom filter at all (no magic
+	// number). Such an error is also ErrCorrupt.
+	ErrNotFilter = errors.New("engine: not a tallybloom filter")
+
 	// ErrVersion: the file was written by a newer format version.
 	ErrVersion = errors.New("engine: unsupported format version")
 
@@ -69,6 +73,15 @@ func (e *UncleanError) Error() string {
 
 // Is makes errors.Is(err, ErrUnclean) true.
 func (e *UncleanError) Is(target error) bool { return target == ErrUnclean }
+
+// notFilterError is ErrNotFilter and ErrCorrupt at once.
+type notFilterError struct{ path string }
+
+func (e *notFilterError) Error() string {
+	return fmt.Sprintf("%v: %s (no magic number)", ErrNotFilter, e.path)
+}
+
+func (e *notFilterError) Is(target error) bool { return target == ErrNotFilter || target == ErrCorrupt }
 
 func corrupt(path, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, path}, args...)...)

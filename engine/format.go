@@ -138,7 +138,7 @@ func encodeSuperblock(b []byte, c Config) {
 // checksum and every field.
 func decodeSuperblock(path string, b []byte) (Config, error) {
 	if len(b) < sbSize || string(b[sbMagic:sbMagic+len(Magic)]) != Magic {
-		return Config{}, corrupt(path, "not a tallybloom filter (no magic number)")
+		return Config{}, &notFilterError{path: path}
 	}
 	le := binary.LittleEndian
 	if v := le.Uint32(b[sbVersion:]); v != FormatVersion {

@@ -503,6 +503,16 @@ func TestDamagedFiles(t *testing.T) {
 		})
 	}
 
+	t.Run("not ours says so", func(t *testing.T) {
+		path := tempPath(t)
+		require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\necho hello\n"), 0o644))
+		_, err := Open(path, nil)
+		assert.ErrorIs(t, err, ErrNotFilter)
+		assert.ErrorIs(t, err, ErrCorrupt)
+		_, err = Open(tempPath(t), nil)
+		assert.NotErrorIs(t, err, ErrNotFilter)
+	})
+
 	t.Run("newer version", func(t *testing.T) {
 		path := tempPath(t)
 		b := append([]byte(nil), good...)

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+func verifyCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Check a filter file end to end",
+		Long: `Check a filter file end to end: header checksums, the directory, a change
+left in flight, and that each sub-filter's counts agree with its counters.
+Exits 0 when the file is whole, 1 when it is a damaged filter (saying what
+is wrong and what to do), 2 when it cannot be checked (missing, not a
+filter).`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := engine.Verify(args[0])
+			switch {
+			case errors.Is(err, engine.ErrNotFilter):
+				return err // not ours: an error, not a verdict
+			case err == nil:
+				fmt.Fprintf(cmd.OutOrStdout(), "ok\t%s\n", args[0])
+				return nil
+			case errors.Is(err, engine.ErrCorrupt), errors.Is(err, engine.ErrUnclean), errors.Is(err, engine.ErrVersion):
+				return &exitCode{code: exitNo, err: err}
+			}
+			return err
+		},
+	}
+}
