@@ -568,3 +568,14 @@ func TestErrorsAreSentinels(t *testing.T) {
 	assert.Contains(t, unclean.Error(), "9")
 	assert.False(t, errors.Is(unclean, ErrCorrupt))
 }
+
+func TestFileOpenerCanBeReplaced(t *testing.T) {
+	injected := errors.New("injected: no such device")
+	opener := func(string, int, fs.FileMode) (*os.File, error) { return nil, injected }
+	_, err := Create(tempPath(t), Config{Capacity: 10, ErrorRate: 0.1}, &Options{OpenFile: opener})
+	assert.ErrorIs(t, err, injected)
+	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
+	require.NoError(t, f.Close())
+	_, err = Open(f.Path(), &Options{OpenFile: opener})
+	assert.ErrorIs(t, err, injected)
+}
