@@ -38,6 +38,11 @@ type Config struct {
 	// and stored in the file, so that keys crafted to collide cannot be
 	// computed in advance.
 	Seed uint64
+	// Fixed makes a fixed-size filter: one sub-filter built for the whole
+	// ErrorRate at Capacity, never growing. Adds past Capacity are accepted
+	// and show as overfilled in Stats; the error rate then rises above
+	// ErrorRate. Default false: the chain grows.
+	Fixed bool
 }
 
 // withDefaults fills the zero fields that have defaults.
@@ -73,7 +78,7 @@ func unjoin(err error) []error {
 }
 
 func (c Config) params() scaling.Params {
-	return scaling.Params{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth}
+	return scaling.Params{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth, Fixed: c.Fixed}
 }
 
 // randomSeed draws a non-zero seed from the operating system.

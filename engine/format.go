@@ -42,6 +42,10 @@ const (
 	offDirectory  = PageSize // slot i at offDirectory + i*PageSize
 
 	hashXXH64Seeded = 1
+
+	// Superblock flags.
+	flagFixed  = 1 << 0
+	knownFlags = flagFixed
 )
 
 // The superblock, written once at creation:
@@ -56,7 +60,7 @@ const (
 //	+----------------+----------------+----------------+----------------+
 //	64       68       72       76                                     128
 //	| max    | flags  | crc32c | zero                                 |
-//	| subs   | u32 =0 | 0..72  |                                      |
+//	| subs   | u32    | 0..72  |                                      |
 //	+--------+--------+--------+--------------------------------------+
 const (
 	sbMagic      = 0
@@ -129,7 +133,11 @@ func encodeSuperblock(b []byte, c Config) {
 	le.PutUint64(b[sbTightening:], math.Float64bits(c.Tightening))
 	le.PutUint64(b[sbGrowth:], math.Float64bits(c.Growth))
 	le.PutUint32(b[sbMaxSubs:], scaling.MaxSubFilters)
-	le.PutUint32(b[sbFlags:], 0)
+	var flags uint32
+	if c.Fixed {
+		flags |= flagFixed
+	}
+	le.PutUint32(b[sbFlags:], flags)
 	le.PutUint32(b[sbCRC:], crc32.Checksum(b[:sbCRC], castagnoli))
 }
 
@@ -152,7 +160,7 @@ func decodeSuperblock(path string, b []byte) (Config, error) {
 	}
 	if le.Uint32(b[sbHeader:]) != HeaderBytes || le.Uint32(b[sbHash:]) != hashXXH64Seeded ||
 		le.Uint32(b[sbBlock:]) != counting.BlockBytes || le.Uint32(b[sbMaxSubs:]) != scaling.MaxSubFilters ||
-		le.Uint32(b[sbFlags:]) != 0 {
+		le.Uint32(b[sbFlags:])&^knownFlags != 0 {
 		return Config{}, corrupt(path, "superblock fields this version does not know")
 	}
 	c := Config{
@@ -161,6 +169,7 @@ func decodeSuperblock(path string, b []byte) (Config, error) {
 		Tightening: math.Float64frombits(le.Uint64(b[sbTightening:])),
 		Growth:     math.Float64frombits(le.Uint64(b[sbGrowth:])),
 		Seed:       le.Uint64(b[sbSeed:]),
+		Fixed:      le.Uint32(b[sbFlags:])&flagFixed != 0,
 	}
 	if err := c.params().Validate(); err != nil {
 		return Config{}, corrupt(path, "parameters: %v", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -578,4 +579,31 @@ func TestFileOpenerCanBeReplaced(t *testing.T) {
 	require.NoError(t, f.Close())
 	_, err = Open(f.Path(), &Options{OpenFile: opener})
 	assert.ErrorIs(t, err, injected)
+}
+
+func TestFixedFilter(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 2_000, ErrorRate: 0.01, Fixed: true, Seed: 8})
+	for i := range uint64(2_000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	falsePositives := 0
+	for i := range uint64(200_000) {
+		if f.Contains(key(1<<40 + i)) {
+			falsePositives++
+		}
+	}
+	// Built for the whole rate at its capacity, it sits at 1%; allow three
+	// standard deviations of probe noise.
+	assert.LessOrEqual(t, float64(falsePositives)/200_000, 0.01+3*math.Sqrt(0.01*0.99/200_000))
+	s := f.Stats()
+	assert.InDelta(t, 0.01, s.SubFilters[0].ErrorRate, 1e-12)
+	assert.InDelta(t, 0.01, s.SubFilters[0].ExpectedFalsePositiveRate(), 0.001)
+	for i := uint64(2_000); i < 2_500; i++ {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	f = reopen(t, f, nil)
+	s = f.Stats()
+	assert.True(t, s.Config.Fixed, "persisted")
+	require.Len(t, s.SubFilters, 1, "never grows")
+	assert.True(t, s.SubFilters[0].Overfilled)
 }

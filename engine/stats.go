@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/seqno"
 )
 
@@ -56,6 +57,12 @@ type SubFilterStats struct {
 	Bytes uint64
 	// EstimatedKeys estimates the distinct keys it holds.
 	EstimatedKeys float64
+}
+
+// ExpectedFalsePositiveRate is the false-positive rate the sub-filter is
+// expected to have at its current count. It costs about a millisecond.
+func (s SubFilterStats) ExpectedFalsePositiveRate() float64 {
+	return counting.Geometry{Blocks: s.Blocks, K: s.K}.FalsePositiveRate(s.Count)
 }
 
 // Stats reports the filter's state. It reads no counters.

@@ -108,7 +108,7 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 		return err
 	}
 	sub := subs[i]
-	if i == len(subs)-1 && sub.Count() >= sub.Capacity && id > sub.MaxID() {
+	if !c.params.Fixed && i == len(subs)-1 && sub.Count() >= sub.Capacity && id > sub.MaxID() {
 		if sub, err = c.open(id); err != nil {
 			return err
 		}

@@ -232,3 +232,14 @@ func TestEstimatedKeys(t *testing.T) {
 	assert.Equal(t, uint64(10000), sub.Count())
 	assert.InDelta(t, 5000, sub.EstimatedKeys(), 250, "distinct keys, not adds")
 }
+
+func TestFixedChainNeverGrows(t *testing.T) {
+	p := Params{Capacity: 10, ErrorRate: 0.01, Tightening: 0.9, Growth: 2, Fixed: true}
+	assert.Equal(t, 0.01, p.LevelErrorRate(0), "the one sub-filter gets the whole rate")
+	c, _ := newChain(t, p)
+	for id := range uint64(25) {
+		require.NoError(t, c.Add(hashOf(int(id)), id))
+	}
+	require.Len(t, c.SubFilters(), 1)
+	assert.True(t, c.SubFilters()[0].Overfilled())
+}

@@ -20,7 +20,9 @@
 // owner of its id. When the owner is the newest and it is full, a new
 // sub-filter opens with the add's id as its FirstID, but only if that id is
 // greater than every id the newest holds; otherwise the newest is overfilled.
-// A remove is routed the same way, so it must carry the id of its add.
+// A remove is routed the same way, so it must carry the id of its add. A
+// fixed chain (Params.Fixed) keeps its one sub-filter, built for the whole
+// error rate, and overfills it instead of growing.
 //
 // # Concurrency
 //

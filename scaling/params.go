@@ -18,6 +18,9 @@ type Params struct {
 	ErrorRate  float64 // false-positive bound of the whole chain
 	Tightening float64 // ratio r of error rates between levels
 	Growth     float64 // capacity factor between levels
+	// Fixed keeps the chain to its level-0 sub-filter, built for the whole
+	// ErrorRate: it never grows, and adds past its capacity overfill it.
+	Fixed bool
 }
 
 // Validate reports every problem with p at once.
@@ -55,8 +58,12 @@ func (p Params) levelCapacity(level int) (uint64, error) {
 	return max(uint64(c), p.Capacity), nil
 }
 
-// LevelErrorRate is the error rate a sub-filter at level is built for.
+// LevelErrorRate is the error rate a sub-filter at level is built for. A
+// fixed chain has one sub-filter, which gets the whole rate.
 func (p Params) LevelErrorRate(level int) float64 {
+	if p.Fixed {
+		return p.ErrorRate
+	}
 	return p.ErrorRate * (1 - p.Tightening) * math.Pow(p.Tightening, float64(level))
 }
 
