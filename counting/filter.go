@@ -10,13 +10,37 @@ import (
 // Nibble masks over a 64-bit counter word: the low bit of every counter.
 const lowBits = 0x1111111111111111
 
-// Filter is one counting Bloom filter over a caller-provided counter region.
-// The region must stay valid (mapped) while the Filter is in use.
-type Filter struct {
-	words     []uint64
+// shape places keys: the geometry and the salts that make the sub-filters of
+// one chain place the same key independently. Filter and Frozen share it.
+type shape struct {
 	geometry  Geometry
 	blockSalt uint64
 	slotSalt  uint64
+}
+
+func newShape(g Geometry, salt uint64) shape {
+	return shape{
+		geometry:  g,
+		blockSalt: mix(salt ^ 0xbb67ae8584caa73b),
+		slotSalt:  mix(salt ^ 0x3c6ef372fe94f82b),
+	}
+}
+
+// block maps the hash onto [0, Blocks) with a multiply, not a division.
+func (s *shape) block(h Hash) uint64 {
+	hi, _ := bits.Mul64(mix(h.Sum^s.blockSalt), s.geometry.Blocks)
+	return hi
+}
+
+func (s *shape) slots(h Hash) slotStream {
+	return slotStream{state: h.Derived ^ s.slotSalt}
+}
+
+// Filter is one counting Bloom filter over a caller-provided counter region.
+// The region must stay valid (mapped) while the Filter is in use.
+type Filter struct {
+	shape
+	words []uint64
 }
 
 // New returns a Filter over counters, which must be exactly g.Bytes() long and
@@ -33,10 +57,8 @@ func New(counters []byte, g Geometry, salt uint64) (*Filter, error) {
 		return nil, fmt.Errorf("%w: region not 8-byte aligned", ErrInvalidGeometry)
 	}
 	return &Filter{
-		words:     unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(counters))), len(counters)/8),
-		geometry:  g,
-		blockSalt: mix(salt ^ 0xbb67ae8584caa73b),
-		slotSalt:  mix(salt ^ 0x3c6ef372fe94f82b),
+		shape: newShape(g, salt),
+		words: unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(counters))), len(counters)/8),
 	}, nil
 }
 
@@ -142,18 +164,8 @@ func (f *Filter) Tally() (sum, nonZeroCounters, saturatedCounters uint64) {
 	return sum, nonZeroCounters, saturatedCounters
 }
 
-// block maps the hash onto [0, Blocks) with a multiply, not a division.
-func (f *Filter) block(h Hash) uint64 {
-	hi, _ := bits.Mul64(mix(h.Sum^f.blockSalt), f.geometry.Blocks)
-	return hi
-}
-
 func (f *Filter) blockWords(block uint64) *[wordsPerBlock]uint64 {
 	return (*[wordsPerBlock]uint64)(f.words[block*wordsPerBlock:])
-}
-
-func (f *Filter) slots(h Hash) slotStream {
-	return slotStream{state: h.Derived ^ f.slotSalt}
 }
 
 // slotStream yields a key's distinct counters within its block: 7-bit chunks

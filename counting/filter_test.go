@@ -212,3 +212,34 @@ func TestPlan(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), g.Blocks)
 }
+
+func TestFrozenAnswersAsTheFilterDid(t *testing.T) {
+	g, err := Plan(3000, 0.01)
+	require.NoError(t, err)
+	f, _ := newTestFilter(t, g)
+	h := NewHasher(4)
+	for i := range 3000 {
+		p := f.Probe(h.Key(key(i)))
+		f.Increment(&p)
+	}
+	bits := make([]byte, FrozenBytes(g))
+	f.Freeze(bits)
+	assert.Equal(t, g.Bytes()/4, uint64(len(bits)), "a quarter of the counters")
+	z, err := NewFrozen(bits, g, 42)
+	require.NoError(t, err)
+	for i := range 50_000 {
+		require.Equal(t, f.Contains(h.Key(key(i))), z.Contains(h.Key(key(i))), "key %d", i)
+	}
+	_, err = NewFrozen(bits[1:], g, 42)
+	assert.ErrorIs(t, err, ErrInvalidGeometry)
+}
+
+func TestFrozenBitOrderIsRedisGetbit(t *testing.T) {
+	f, _ := newTestFilter(t, Geometry{Blocks: 1, K: 1})
+	p := probeOf(0, 9)
+	f.Increment(&p)
+	bits := make([]byte, 16)
+	f.Freeze(bits)
+	assert.Equal(t, byte(0x80), bits[0], "GETBIT offset 0 is the top bit of byte 0")
+	assert.Equal(t, byte(0x40), bits[1], "offset 9 is bit 6 of byte 1")
+}

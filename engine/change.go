@@ -64,8 +64,11 @@ func (f *Filter) commitLocked() error {
 	return errors.Join(errs...)
 }
 
-// abortLocked ends a change that wrote nothing.
+// abortLocked ends a change that wrote nothing, unmapping room it took.
 func (f *Filter) abortLocked() {
+	for _, sp := range f.mu.change.allocated {
+		_ = sp.region.Unmap()
+	}
 	f.mu.change = change{}
 }
 

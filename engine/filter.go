@@ -60,16 +60,16 @@ type change struct {
 	sealed    bool                 // an undo record is sealed
 	published bool                 // a directory was written to the other slot
 	dropped   []*scaling.SubFilter // sub-filters to give back after the commit
+	allocated []*space             // room taken by this change, not yet in the chain
 }
 
 // Create makes a new filter file at path. It fails with ErrExists if path
 // exists. The file starts at sequence 1 (its creation), flushed.
 func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	cfg = cfg.withDefaults()
-	if err := errors.Join(cfg.Validate(), opts.Validate(), checkHost()); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := opts.withDefaults()
 	if cfg.Seed == 0 {
 		seed, err := randomSeed()
 		if err != nil {
@@ -80,6 +80,22 @@ func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	if _, err := cfg.params().Level(0); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	return createFile(path, cfg, opts, func(f *Filter) error {
+		f.journal.Reset(0)
+		chain, err := scaling.New(cfg.params(), store{f})
+		f.chain = chain
+		return err
+	})
+}
+
+// createFile makes a new file at path for cfg, and runs build as its first
+// change: build sets the chain up and publishes its directory. On any
+// failure the file is removed.
+func createFile(path string, cfg Config, opts *Options, build func(*Filter) error) (*Filter, error) {
+	if err := errors.Join(opts.Validate(), checkHost()); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
 	file, err := mmapfile.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%w: %s", ErrExists, path)
@@ -87,8 +103,11 @@ func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := create(file, cfg, o)
+	f, err := create(file, cfg, o, build)
 	if err != nil {
+		if f != nil {
+			f.unmapAll()
+		}
 		_ = file.Close()
 		_ = os.Remove(path)
 		return nil, err
@@ -96,7 +115,7 @@ func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	return f, nil
 }
 
-func create(file *mmapfile.File, cfg Config, o settings) (*Filter, error) {
+func create(file *mmapfile.File, cfg Config, o settings, build func(*Filter) error) (*Filter, error) {
 	if err := lock(file); err != nil {
 		return nil, err
 	}
@@ -111,24 +130,21 @@ func create(file *mmapfile.File, cfg Config, o settings) (*Filter, error) {
 	f.hasher = counting.NewHasher(cfg.Seed)
 	encodeSuperblock(f.page0[offSuperblock:], cfg)
 	seqno.State{}.Encode(f.page0[offState:])
-	f.journal.Reset(0)
 
-	// The first sub-filter is opened like any later one: as a change.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.beginLocked(); err != nil {
-		return nil, err
+		return f, err
 	}
-	chain, err := scaling.New(cfg.params(), store{f})
-	if err != nil {
-		return nil, err
+	if err := build(f); err != nil {
+		f.abortLocked()
+		return f, err
 	}
-	f.chain = chain
 	if err := f.commitLocked(); err != nil {
-		return nil, err
+		return f, err
 	}
 	if err := f.flushLocked(); err != nil {
-		return nil, err
+		return f, err
 	}
 	return f, syncDir(file.Path())
 }
@@ -370,7 +386,11 @@ func (f *Filter) recover(fileSize uint64) error {
 		f.recovered = true
 	}
 	f.journal.Reset(f.journal.MemSeq())
-	for _, gap := range gaps(f.chain.SubFilters(), fileSize) {
+	var live []*space
+	for _, sub := range f.chain.SubFilters() {
+		live = append(live, spaceOf(sub))
+	}
+	for _, gap := range gaps(live, fileSize) {
 		if err := f.file.Release(int64(gap[0]), int64(gap[1]-gap[0])); err != nil {
 			return err
 		}

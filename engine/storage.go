@@ -77,7 +77,12 @@ func (s store) Allocate(level int, g counting.Geometry) (scaling.Space, error) {
 	if err := f.file.Reserve(int64(offset), int64(size)); err != nil {
 		return nil, fmt.Errorf("engine: room for a sub-filter of %d bytes: %w", size, err)
 	}
-	return f.mapSpace(level, g, offset)
+	sp, err := f.mapSpace(level, g, offset)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.change.allocated = append(f.mu.change.allocated, sp)
+	return sp, nil
 }
 
 // Publish writes the directory to the slot that is not live, with the
@@ -115,13 +120,16 @@ const areaPage0 = 0
 func areaOfLevel(level int) uint32 { return uint32(level) + 1 }
 
 // freeOffset is the lowest page-aligned offset past the header where size
-// bytes fit between the retained sub-filters.
+// bytes fit between the retained sub-filters and the room the change in
+// flight already took.
 func (f *Filter) freeOffset(size uint64) uint64 {
-	var subs []*scaling.SubFilter
+	var used []*space
 	if f.chain != nil {
-		subs = f.chain.SubFilters()
+		for _, sub := range f.chain.SubFilters() {
+			used = append(used, spaceOf(sub))
+		}
 	}
-	free := gaps(subs, math.MaxUint64)
+	free := gaps(append(used, f.mu.change.allocated...), math.MaxUint64)
 	for _, gap := range free {
 		if gap[1]-gap[0] >= size {
 			return gap[0]
@@ -131,12 +139,11 @@ func (f *Filter) freeOffset(size uint64) uint64 {
 
 }
 
-// gaps are the ranges of [HeaderBytes, end) that no sub-filter of subs uses,
+// gaps are the ranges of [HeaderBytes, end) that none of spaces uses,
 // lowest first.
-func gaps(subs []*scaling.SubFilter, end uint64) [][2]uint64 {
-	used := make([][2]uint64, 0, len(subs)+1)
-	for _, sub := range subs {
-		sp := spaceOf(sub)
+func gaps(spaces []*space, end uint64) [][2]uint64 {
+	used := make([][2]uint64, 0, len(spaces)+1)
+	for _, sp := range spaces {
 		used = append(used, [2]uint64{sp.offset, sp.offset + sp.size})
 	}
 	slices.SortFunc(used, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })

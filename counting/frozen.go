@@ -1,0 +1,62 @@
+package counting
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// FrozenBytes is the size of the frozen form of a filter of geometry g: one
+// bit per counter, a quarter of the counters' size.
+func FrozenBytes(g Geometry) uint64 { return g.Counters() / 8 }
+
+// Freeze writes the filter's frozen form into dst, which must be
+// FrozenBytes long: bit i is set when counter i is non-zero. Bit i is in byte
+// i/8, most significant bit first (the order of Redis GETBIT).
+func (f *Filter) Freeze(dst []byte) {
+	for i := range f.words {
+		w := atomic.LoadUint64(&f.words[i])
+		var bits uint16
+		for c := range uint(16) {
+			if w>>nibbleShift(c)&MaxCounter != 0 {
+				bits |= 1 << (15 - c)
+			}
+		}
+		dst[2*i], dst[2*i+1] = byte(bits>>8), byte(bits)
+	}
+}
+
+// Frozen is a read-only 1-bit Bloom filter: the frozen form of a Filter,
+// answering Contains exactly as the Filter did when it was frozen.
+type Frozen struct {
+	bits      []byte
+	geometry  Geometry
+	blockSalt uint64
+	slotSalt  uint64
+}
+
+// NewFrozen returns a Frozen over bits, which must be FrozenBytes(g) long;
+// salt must be the salt of the Filter it was frozen from.
+func NewFrozen(bits []byte, g Geometry, salt uint64) (*Frozen, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if uint64(len(bits)) != FrozenBytes(g) {
+		return nil, fmt.Errorf("%w: %d bytes of bits for %d blocks", ErrInvalidGeometry, len(bits), g.Blocks)
+	}
+	shape := newShape(g, salt)
+	return &Frozen{bits: bits, geometry: g, blockSalt: shape.blockSalt, slotSalt: shape.slotSalt}, nil
+}
+
+// Contains reports whether every bit of the key is set.
+func (z *Frozen) Contains(h Hash) bool {
+	s := shape{geometry: z.geometry, blockSalt: z.blockSalt, slotSalt: z.slotSalt}
+	block := z.bits[s.block(h)*CountersPerBlock/8:][:CountersPerBlock/8]
+	slots := s.slots(h)
+	for range z.geometry.K {
+		c := slots.next()
+		if block[c/8]&(0x80>>(c%8)) == 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,433 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+
+	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/scaling"
+)
+
+// The portable export: the whole filter as a stream without page padding,
+// for Import and ReadExport. Never change these constants; a new layout is a
+// new ExportVersion.
+//
+//	0          8        12       16       24       32       40       48       56       64       68
+//	+----------+--------+--------+--------+--------+--------+--------+--------+--------+--------+
+//	| TBEXPORT | version| flags  | seed   | capa-  | error  | tight- | growth | mem    | subs   |
+//	|          | u32    | u32    | u64    | city   | rate   | ening  | f64    | seq    | u32    |
+//	+----------+--------+--------+--------+--------+--------+--------+--------+--------+--------+
+//	then per sub-filter, oldest first, 64 bytes:
+//	| level u32 | k u32 | first id | capacity | blocks | count | max id | non-zero | zero u64 |
+//	then per sub-filter, its counters (blocks*64 bytes, Redis u4 order)
+//	then crc32c u32 of every byte before it
+const (
+	ExportMagic   = "TBEXPORT"
+	ExportVersion = 1
+	exportHeader  = 68
+	exportSub     = 64
+)
+
+// The frozen export: a read-only 1-bit Bloom filter, a quarter of the
+// counters' size, for ReadFrozen. Compact enough for a cookie.
+//
+//	0      2        3        11       12
+//	+------+--------+--------+--------+------------------------------------+
+//	| "TF" | version| seed   | subs   | per sub-filter: level u8, k u8,    |
+//	|      | u8     | u64    | u8     | blocks uvarint                     |
+//	+------+--------+--------+--------+------------------------------------+
+//	then per sub-filter its bits (blocks*16 bytes: bit i set when counter i
+//	is non-zero, byte i/8, most significant bit first), then crc32c u32.
+const (
+	FrozenMagic   = "TF"
+	FrozenVersion = 1
+)
+
+// Export writes the filter as a portable stream: parameters, directory,
+// tallies and counters, without page padding, with a checksum. Import makes
+// a file of it; ReadExport loads it in memory.
+func (f *Filter) Export(w io.Writer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	subs := f.chain.SubFilters()
+	out := newChecksummed(w)
+	le := binary.LittleEndian
+	b := make([]byte, exportHeader, exportHeader+exportSub*len(subs))
+	copy(b, ExportMagic)
+	le.PutUint32(b[8:], ExportVersion)
+	var flags uint32
+	if f.config.Fixed {
+		flags |= flagFixed
+	}
+	le.PutUint32(b[12:], flags)
+	for i, v := range []uint64{f.config.Seed, f.config.Capacity, math.Float64bits(f.config.ErrorRate),
+		math.Float64bits(f.config.Tightening), math.Float64bits(f.config.Growth), f.journal.MemSeq()} {
+		le.PutUint64(b[16+8*i:], v)
+	}
+	le.PutUint32(b[64:], uint32(len(subs)))
+	for _, sub := range subs {
+		b = le.AppendUint32(b, uint32(sub.Level))
+		b = le.AppendUint32(b, uint32(sub.Geometry.K))
+		for _, v := range []uint64{sub.FirstID, sub.Capacity, sub.Geometry.Blocks, sub.Count(), sub.MaxID(), sub.NonZero(), 0} {
+			b = le.AppendUint64(b, v)
+		}
+	}
+	out.Write(b)
+	for _, sub := range subs {
+		out.Write(spaceOf(sub).counters)
+	}
+	return out.finish()
+}
+
+// ExportFrozen writes the filter as a frozen, read-only 1-bit Bloom filter
+// that ReadFrozen loads. It answers Contains as the filter does now, cannot
+// change, and takes a quarter of the counters' size.
+func (f *Filter) ExportFrozen(w io.Writer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	subs := f.chain.SubFilters()
+	out := newChecksummed(w)
+	b := append([]byte(FrozenMagic), FrozenVersion)
+	b = binary.LittleEndian.AppendUint64(b, f.config.Seed)
+	b = append(b, byte(len(subs)))
+	for _, sub := range subs {
+		b = append(b, byte(sub.Level), byte(sub.Geometry.K))
+		b = binary.AppendUvarint(b, sub.Geometry.Blocks)
+	}
+	out.Write(b)
+	for _, sub := range subs {
+		bits := make([]byte, counting.FrozenBytes(sub.Geometry))
+		sub.Filter().Freeze(bits)
+		out.Write(bits)
+	}
+	return out.finish()
+}
+
+// checksummed writes through a CRC-32C and keeps the first error.
+type checksummed struct {
+	w   *bufio.Writer
+	crc hash.Hash32
+	err error
+}
+
+func newChecksummed(w io.Writer) *checksummed {
+	return &checksummed{w: bufio.NewWriter(w), crc: crc32.New(castagnoli)}
+}
+
+func (c *checksummed) Write(b []byte) {
+	if c.err == nil {
+		c.crc.Write(b)
+		_, c.err = c.w.Write(b)
+	}
+}
+
+func (c *checksummed) finish() error {
+	if c.err == nil {
+		_, c.err = c.w.Write(binary.LittleEndian.AppendUint32(nil, c.crc.Sum32()))
+	}
+	if c.err == nil {
+		c.err = c.w.Flush()
+	}
+	return c.err
+}
+
+// exported is a decoded export header.
+type exported struct {
+	config Config
+	memSeq uint64
+	subs   []exportedSub
+}
+
+type exportedSub struct {
+	scaling.Entry
+	count, maxID, nonZero uint64
+}
+
+// verifying reads through a CRC-32C, so the trailer can be checked.
+type verifying struct {
+	r   io.Reader
+	crc hash.Hash32
+}
+
+func (v *verifying) Read(b []byte) (int, error) {
+	n, err := v.r.Read(b)
+	v.crc.Write(b[:n])
+	return n, err
+}
+
+// ReadByte reads one byte, unbuffered, so the stream is read no further than
+// the checksum covers.
+func (v *verifying) ReadByte() (byte, error) {
+	var b [1]byte
+	_, err := io.ReadFull(v, b[:])
+	return b[0], err
+}
+
+// check reads the trailer, which must match everything read before it.
+func (v *verifying) check(what string) error {
+	sum := v.crc.Sum32()
+	var trailer [4]byte
+	if _, err := io.ReadFull(v.r, trailer[:]); err != nil {
+		return fmt.Errorf("%w: %s: truncated: %v", ErrCorrupt, what, err)
+	}
+	if binary.LittleEndian.Uint32(trailer[:]) != sum {
+		return fmt.Errorf("%w: %s: checksum mismatch", ErrCorrupt, what)
+	}
+	return nil
+}
+
+func readExportHeader(v *verifying) (exported, error) {
+	b := make([]byte, exportHeader)
+	if _, err := io.ReadFull(v, b); err != nil {
+		return exported{}, fmt.Errorf("%w: export: truncated header: %v", ErrCorrupt, err)
+	}
+	if string(b[:8]) != ExportMagic {
+		return exported{}, fmt.Errorf("%w: not a tallybloom export", ErrNotFilter)
+	}
+	le := binary.LittleEndian
+	if version := le.Uint32(b[8:]); version != ExportVersion {
+		return exported{}, fmt.Errorf("%w: export version %d, this tallybloom reads %d", ErrVersion, version, ExportVersion)
+	}
+	flags := le.Uint32(b[12:])
+	e := exported{
+		config: Config{
+			Seed:       le.Uint64(b[16:]),
+			Capacity:   le.Uint64(b[24:]),
+			ErrorRate:  math.Float64frombits(le.Uint64(b[32:])),
+			Tightening: math.Float64frombits(le.Uint64(b[40:])),
+			Growth:     math.Float64frombits(le.Uint64(b[48:])),
+			Fixed:      flags&flagFixed != 0,
+		},
+		memSeq: le.Uint64(b[56:]),
+	}
+	n := le.Uint32(b[64:])
+	if flags&^knownFlags != 0 || n == 0 || n > scaling.MaxSubFilters || e.config.params().Validate() != nil {
+		return exported{}, fmt.Errorf("%w: export: bad parameters", ErrCorrupt)
+	}
+	b = make([]byte, exportSub*int(n))
+	if _, err := io.ReadFull(v, b); err != nil {
+		return exported{}, fmt.Errorf("%w: export: truncated directory: %v", ErrCorrupt, err)
+	}
+	for i := range int(n) {
+		s := b[i*exportSub:]
+		sub := exportedSub{
+			Entry: scaling.Entry{
+				Level:    int(le.Uint32(s[0:])),
+				Geometry: counting.Geometry{K: int(le.Uint32(s[4:])), Blocks: le.Uint64(s[24:])},
+				FirstID:  le.Uint64(s[8:]),
+				Capacity: le.Uint64(s[16:]),
+			},
+			count: le.Uint64(s[32:]), maxID: le.Uint64(s[40:]), nonZero: le.Uint64(s[48:]),
+		}
+		if err := sub.Geometry.Validate(); err != nil || sub.Level >= scaling.MaxSubFilters {
+			return exported{}, fmt.Errorf("%w: export: sub-filter %d: level %d, %v", ErrCorrupt, i, sub.Level, err)
+		}
+		e.subs = append(e.subs, sub)
+	}
+	return e, nil
+}
+
+// readRegion reads size bytes, growing its buffer only as data arrives, so a
+// stream that claims more than it holds cannot make it allocate the claim.
+func readRegion(r io.Reader, size uint64) ([]byte, error) {
+	buf := make([]byte, 0, min(size, 1<<20))
+	for uint64(len(buf)) < size {
+		chunk := min(size-uint64(len(buf)), 1<<20)
+		start := len(buf)
+		buf = append(buf, make([]byte, chunk)...)
+		if _, err := io.ReadFull(r, buf[start:]); err != nil {
+			return nil, fmt.Errorf("%w: export: truncated counters: %v", ErrCorrupt, err)
+		}
+	}
+	return buf, nil
+}
+
+// Snapshot is a filter loaded in memory from an export: read-only, with no
+// file behind it. It is safe for concurrent use.
+type Snapshot struct {
+	config Config
+	memSeq uint64
+	hasher counting.Hasher
+	subs   []*counting.Filter // newest first
+}
+
+// ReadExport loads an Export stream in memory.
+func ReadExport(r io.Reader) (*Snapshot, error) {
+	v := &verifying{r: r, crc: crc32.New(castagnoli)}
+	e, err := readExportHeader(v)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{config: e.config, memSeq: e.memSeq, hasher: counting.NewHasher(e.config.Seed)}
+	for _, sub := range e.subs {
+		counters, err := readRegion(v, sub.Geometry.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		f, err := counting.New(counters, sub.Geometry, uint64(sub.Level))
+		if err != nil {
+			return nil, fmt.Errorf("%w: export: %v", ErrCorrupt, err)
+		}
+		s.subs = append([]*counting.Filter{f}, s.subs...)
+	}
+	if err := v.check("export"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Contains reports whether key was probably in the exported filter.
+func (s *Snapshot) Contains(key []byte) bool { return s.contains(s.hasher.Key(key)) }
+
+// ContainsString is Contains for a string key.
+func (s *Snapshot) ContainsString(key string) bool { return s.contains(s.hasher.String(key)) }
+
+func (s *Snapshot) contains(h counting.Hash) bool { return anyContains(s.subs, h) }
+
+// anyContains reports whether any of subs holds the key.
+func anyContains[F interface{ Contains(counting.Hash) bool }](subs []F, h counting.Hash) bool {
+	for _, f := range subs {
+		if f.Contains(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Config is the exported filter's parameters.
+func (s *Snapshot) Config() Config { return s.config }
+
+// MemSeq is the sequence of the last change in the export.
+func (s *Snapshot) MemSeq() uint64 { return s.memSeq }
+
+// Frozen is a frozen 1-bit filter loaded by ReadFrozen. It is safe for
+// concurrent use.
+type Frozen struct {
+	hasher counting.Hasher
+	subs   []*counting.Frozen // newest first
+}
+
+// Contains reports whether key was probably in the filter when it was frozen.
+func (z *Frozen) Contains(key []byte) bool { return anyContains(z.subs, z.hasher.Key(key)) }
+
+// ContainsString is Contains for a string key.
+func (z *Frozen) ContainsString(key string) bool { return anyContains(z.subs, z.hasher.String(key)) }
+
+// ReadFrozen loads a frozen filter written by ExportFrozen.
+func ReadFrozen(r io.Reader) (*Frozen, error) {
+	v := &verifying{r: r, crc: crc32.New(castagnoli)}
+	head := make([]byte, len(FrozenMagic)+1+8+1)
+	if _, err := io.ReadFull(v, head); err != nil {
+		return nil, fmt.Errorf("%w: frozen filter: truncated: %v", ErrCorrupt, err)
+	}
+	if string(head[:2]) != FrozenMagic {
+		return nil, fmt.Errorf("%w: not a frozen tallybloom filter", ErrNotFilter)
+	}
+	if head[2] != FrozenVersion {
+		return nil, fmt.Errorf("%w: frozen filter version %d, this tallybloom reads %d", ErrVersion, head[2], FrozenVersion)
+	}
+	z := &Frozen{hasher: counting.NewHasher(binary.LittleEndian.Uint64(head[3:]))}
+	n := int(head[11])
+	if n == 0 || n > scaling.MaxSubFilters {
+		return nil, fmt.Errorf("%w: frozen filter of %d sub-filters", ErrCorrupt, n)
+	}
+	type shape struct {
+		level int
+		g     counting.Geometry
+	}
+	shapes := make([]shape, n)
+	for i := range shapes {
+		level, err1 := v.ReadByte()
+		k, err2 := v.ReadByte()
+		blocks, err3 := binary.ReadUvarint(v)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("%w: frozen filter: truncated: %v", ErrCorrupt, err)
+		}
+		shapes[i] = shape{int(level), counting.Geometry{Blocks: blocks, K: int(k)}}
+		if err := shapes[i].g.Validate(); err != nil || shapes[i].level >= scaling.MaxSubFilters {
+			return nil, fmt.Errorf("%w: frozen filter: sub-filter %d: %v", ErrCorrupt, i, err)
+		}
+	}
+	for _, s := range shapes {
+		bits, err := readRegion(v, counting.FrozenBytes(s.g))
+		if err != nil {
+			return nil, err
+		}
+		f, err := counting.NewFrozen(bits, s.g, uint64(s.level))
+		if err != nil {
+			return nil, fmt.Errorf("%w: frozen filter: %v", ErrCorrupt, err)
+		}
+		z.subs = append([]*counting.Frozen{f}, z.subs...)
+	}
+	if err := v.check("frozen filter"); err != nil {
+		return nil, err
+	}
+	return z, nil
+}
+
+// Import creates a filter file at path from an Export stream: the same
+// parameters, seed, sub-filters, counters and tallies, continuing at the
+// exported sequence. It fails with ErrExists if path exists, and removes the
+// file it made if the stream turns out damaged.
+func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
+	v := &verifying{r: r, crc: crc32.New(castagnoli)}
+	e, err := readExportHeader(v)
+	if err != nil {
+		return nil, err
+	}
+	if e.memSeq == 0 {
+		return nil, fmt.Errorf("%w: export at sequence 0", ErrCorrupt)
+	}
+	return createFile(path, e.config, opts, func(f *Filter) error {
+		f.journal.Reset(e.memSeq - 1) // the import commits as the exported sequence
+		st := store{f}
+		subs := make([]*scaling.SubFilter, 0, len(e.subs))
+		for _, es := range e.subs {
+			room, err := st.Allocate(es.Level, es.Geometry)
+			if err != nil {
+				return err
+			}
+			sp := room.(*space)
+			if _, err := io.ReadFull(v, sp.counters); err != nil {
+				_ = sp.region.Unmap()
+				return fmt.Errorf("%w: export: truncated counters: %v", ErrCorrupt, err)
+			}
+			le := binary.LittleEndian
+			le.PutUint64(sp.tallies[0:], es.count)
+			le.PutUint64(sp.tallies[8:], es.maxID)
+			le.PutUint64(sp.tallies[16:], es.nonZero)
+			sub, err := scaling.Attach(es.Entry, sp)
+			if err != nil {
+				_ = sp.region.Unmap()
+				return fmt.Errorf("%w: export: %v", ErrCorrupt, err)
+			}
+			subs = append(subs, sub)
+		}
+		chain, err := scaling.Restore(f.config.params(), st, subs)
+		f.chain = chain
+		if err != nil {
+			f.chain = nil
+			for _, sub := range subs {
+				_ = spaceOf(sub).region.Unmap()
+			}
+			return fmt.Errorf("%w: export: %v", ErrCorrupt, err)
+		}
+		if err := v.check("export"); err != nil {
+			return err
+		}
+		st.Publish(subs)
+		return nil
+	})
+}
