@@ -57,7 +57,10 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 	clock, nextKey := uint64(1), uint64(0)
 	recoveries, inFlight, changes := 0, 0, uint64(0)
 
-	for kill := range *crashKills {
+	// Kill as often as asked and, should no kill have landed inside a
+	// change yet (a loaded machine shifts the timing), go on a while longer.
+	kill := 0
+	for ; kill < *crashKills || (recoveries == 0 && kill < 4**crashKills); kill++ {
 		c := startChild(t, "writer", path)
 		require.Equal(t, "ready", <-c.replies)
 		var sent []command
@@ -78,7 +81,7 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 				nextKey++
 				return command{op: 'A', id: clock, first: nextKey - 1, n: 1}
 			case r < 97 || len(stats.SubFilters) < 5:
-				n := uint64(1 + rng.IntN(256))
+				n := uint64(1 + rng.IntN(2048))
 				nextKey += n
 				return command{op: 'B', id: clock, first: nextKey - n, n: n}
 			case r < 99:
@@ -88,11 +91,12 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 			return command{op: 'F'}
 		}
 		// Keep a few commands queued so the child is always busy, and kill
-		// it at a random moment.
-		deadline := time.Now().Add(time.Duration(1+rng.IntN(25)) * time.Millisecond)
+		// it at a random moment after its first answer (past its start and
+		// the sync that marks the file dirty).
+		var deadline time.Time
 		acked := 0
-		for time.Now().Before(deadline) {
-			for len(sent)-acked < 3 {
+		for deadline.IsZero() || time.Now().Before(deadline) {
+			for len(sent)-acked < 4 {
 				cmd := next()
 				sent = append(sent, cmd)
 				c.send("%v", cmd)
@@ -101,6 +105,9 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 			case reply := <-c.replies:
 				acked++
 				seq = applyAck(t, m, &held, sent[acked-1], reply, seq)
+				if deadline.IsZero() {
+					deadline = time.Now().Add(time.Duration(rng.IntN(10_000)) * time.Microsecond)
+				}
 			case <-time.After(time.Millisecond):
 			}
 		}
@@ -134,7 +141,7 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 	}
 	require.NoError(t, Verify(path))
 	t.Logf("%d kills, %d recoveries of a change in flight, %d kills inside a command; %d keys held in %d sub-filters at sequence %d",
-		*crashKills, recoveries, inFlight, len(m.held), len(stats.SubFilters), seq)
+		kill, recoveries, inFlight, len(m.held), len(stats.SubFilters), seq)
 	require.Positive(t, recoveries, "some kills must land inside a change")
 }
 

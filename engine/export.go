@@ -254,6 +254,23 @@ func readRegion(r io.Reader, size uint64) ([]byte, error) {
 	return buf, nil
 }
 
+// copyToFile copies size bytes of r into the file at offset, a chunk at a
+// time.
+func copyToFile(f *Filter, r io.Reader, offset, size uint64) error {
+	chunk := make([]byte, min(size, 1<<20))
+	for done := uint64(0); done < size; {
+		n := min(size-done, uint64(len(chunk)))
+		if _, err := io.ReadFull(r, chunk[:n]); err != nil {
+			return fmt.Errorf("%w: export: truncated counters: %v", ErrCorrupt, err)
+		}
+		if err := f.file.WriteAt(chunk[:n], int64(offset+done)); err != nil {
+			return err
+		}
+		done += n
+	}
+	return nil
+}
+
 // Snapshot is a filter loaded in memory from an export: read-only, with no
 // file behind it. It is safe for concurrent use.
 type Snapshot struct {
@@ -395,14 +412,15 @@ func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
 		st := store{f}
 		subs := make([]*scaling.SubFilter, 0, len(e.subs))
 		for _, es := range e.subs {
-			room, err := st.Allocate(es.Level, es.Geometry)
-			if err != nil {
+			// Write the counters as they arrive, then reserve: a stream
+			// that claims more than it holds costs only what it holds.
+			offset := f.freeOffset(regionBytes(es.Geometry))
+			if err := copyToFile(f, v, offset, es.Geometry.Bytes()); err != nil {
 				return err
 			}
-			sp := room.(*space)
-			if _, err := io.ReadFull(v, sp.counters); err != nil {
-				_ = sp.region.Unmap()
-				return fmt.Errorf("%w: export: truncated counters: %v", ErrCorrupt, err)
+			sp, err := f.reserveSpace(es.Level, es.Geometry, offset)
+			if err != nil {
+				return err
 			}
 			le := binary.LittleEndian
 			le.PutUint64(sp.tallies[0:], es.count)

@@ -98,12 +98,6 @@ func TestDamagedExports(t *testing.T) {
 				path := tempPath(t)
 				_, err = Import(path, bytes.NewReader(c.stream), nil)
 				assert.NoFileExists(t, path, "a refused import leaves no file")
-				if name == "export claims a lot" {
-					// Import reserves room before it reads the counters
-					// of a stream it cannot measure: the reservation fails.
-					assert.Error(t, err)
-					return
-				}
 			}
 			assert.ErrorIs(t, err, c.want)
 		})

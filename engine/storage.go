@@ -74,6 +74,13 @@ func (s store) Allocate(level int, g counting.Geometry) (scaling.Space, error) {
 			return nil, err
 		}
 	}
+	return f.reserveSpace(level, g, offset)
+}
+
+// reserveSpace reserves and maps room for a sub-filter at offset, as room
+// taken by the change in flight.
+func (f *Filter) reserveSpace(level int, g counting.Geometry, offset uint64) (*space, error) {
+	size := regionBytes(g)
 	if err := f.file.Reserve(int64(offset), int64(size)); err != nil {
 		return nil, fmt.Errorf("engine: room for a sub-filter of %d bytes: %w", size, err)
 	}

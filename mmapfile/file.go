@@ -71,6 +71,15 @@ func (f *File) Release(off, n int64) error {
 	return release(f, off, n)
 }
 
+// WriteAt writes b at off, growing the file as needed: for filling room
+// from a stream before it is mapped.
+func (f *File) WriteAt(b []byte, off int64) error {
+	if _, err := f.file.WriteAt(b, off); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Lock takes an exclusive lock on the file without waiting: ErrLocked if
 // another open file description (in this process or another) holds it. The
 // lock goes with Close.
