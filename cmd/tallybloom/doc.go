@@ -1,8 +1,18 @@
 // Command tallybloom works with tallybloom filter files from the shell.
 //
+//	tallybloom create FILE --capacity N --error-rate P [--tightening R] [--growth G] [--seed S] [--fixed]
+//	tallybloom add    FILE [--id N | --with-ids] [--url] [KEY ...]
+//	tallybloom remove FILE [--id N | --with-ids] [--url] [KEY ...]
+//	tallybloom check  FILE [-q] [--json] [--rollup] [KEY ...]
+//	tallybloom stats  FILE [--json]
 //	tallybloom verify FILE
+//	tallybloom drop-before FILE ID
+//	tallybloom export FILE OUT [--frozen] [--base64]
+//	tallybloom import IN FILE
+//	tallybloom demo [DIR]
 //
-// Exit codes: 0 when all is well, 1 when the answer is "no" (a file that
-// fails verification), 2 on an error (a missing file, bad flags), with one
-// clear line on standard error.
+// Exit codes: 0 when all is well, 1 when the answer is "no" (a key absent,
+// a key to remove not found, a damaged file), 2 on an error (a missing file,
+// bad flags, a file that is not a filter), with one clear line on standard
+// error.
 package main

@@ -10,27 +10,33 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // Exit codes.
 const (
 	exitOK    = 0
-	exitNo    = 1 // the answer is no: a file that fails verification
+	exitNo    = 1 // the answer is no: a key absent, a key not found, a file damaged
 	exitError = 2 // the command could not do its job
 )
 
-// exitCode is an error that chooses its exit code.
+// exitCode is an error that chooses its exit code; with a nil err it exits
+// silently (the output already said why).
 type exitCode struct {
 	code int
 	err  error
 }
 
-func (e *exitCode) Error() string { return e.err.Error() }
+func (e *exitCode) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitCode) Unwrap() error { return e.err }
 
 // run executes one command line and returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "tallybloom",
 		Short:         "Work with tallybloom counting Bloom filter files",
@@ -38,22 +44,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SilenceUsage:  true,
 	}
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	// Bad flags and arguments print the usage with the error.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError(cmd, err)
 	})
-	root.AddCommand(verifyCommand())
+	root.AddCommand(createCommand(), changeCommand("add"), changeCommand("remove"), checkCommand(),
+		statsCommand(), verifyCommand(), dropBeforeCommand(), exportCommand(), importCommand(), demoCommand())
+	// An error before a command's body runs (a required flag, flags that
+	// exclude each other, an unknown command) is a usage error.
+	started := false
+	for _, cmd := range root.Commands() {
+		if body := cmd.RunE; body != nil {
+			cmd.RunE = func(cmd *cobra.Command, args []string) error {
+				started = true
+				return body(cmd, args)
+			}
+		}
+	}
 
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
+	}
+	var usage *exitCode
+	if !started && !errors.As(err, &usage) {
+		cmd.PrintErr(cmd.UsageString())
 	}
 	code := exitError
 	var ec *exitCode
 	if errors.As(err, &ec) {
 		code = ec.code
+		if ec.err == nil {
+			return code
+		}
 	}
 	fmt.Fprintln(stderr, "tallybloom:", err)
 	return code

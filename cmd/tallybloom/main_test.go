@@ -34,7 +34,14 @@ func TestMain(m *testing.M) {
 // tallybloom runs the command and returns its output and exit code.
 func tallybloom(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return tallybloomIn(t, "", args...)
+}
+
+// tallybloomIn runs the command with stdin as its standard input.
+func tallybloomIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

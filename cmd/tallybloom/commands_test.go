@@ -1,0 +1,278 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newFile(t *testing.T, flags ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.tb")
+	_, errOut, code := tallybloom(t, append([]string{"create", path}, flags...)...)
+	require.Equal(t, 0, code, errOut)
+	return path
+}
+
+func TestCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.tb")
+	out, _, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01", "--growth", "1", "--seed", "77")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "capacity 1000, error rate 0.01, tightening 0.9, growth 1, fixed false, seed 0x4d")
+
+	_, errOut, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "already exists")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one clear line")
+
+	_, errOut, code = tallybloom(t, "create", filepath.Join(t.TempDir(), "g.tb"), "--capacity", "1000")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `required flag(s) "error-rate" not set`)
+	assert.Contains(t, errOut, "Usage:")
+
+	_, errOut, code = tallybloom(t, "create", filepath.Join(t.TempDir(), "g.tb"), "--capacity", "0", "--error-rate", "2")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "capacity must be at least 1")
+	assert.Contains(t, errOut, "error rate 2 outside (0, 1)")
+}
+
+func TestAddCheckRemove(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.001")
+	_, errOut, code := tallybloom(t, "add", path, "--id", "5", "alpha", "beta")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `^added 2 keys \(2 new\) in \S+, \d+ keys/s\n$`, errOut, "a summary and no bar off a terminal")
+
+	_, errOut, code = tallybloomIn(t, "gamma\n\ndelta\r\nalpha\n", "add", path, "--id", "6")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "added 3 keys (2 new)")
+
+	out, _, code := tallybloom(t, "check", path, "alpha", "gamma", "omega")
+	assert.Equal(t, 1, code, "any absent key exits 1")
+	assert.Equal(t, "present\talpha\npresent\tgamma\nabsent\tomega\n", out)
+
+	out, errOut, code = tallybloom(t, "check", path, "alpha", "delta")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, errOut)
+
+	out, errOut, code = tallybloom(t, "check", "-q", path, "omega")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out+errOut, "-q prints nothing")
+
+	out, _, code = tallybloomIn(t, "alpha\nomega\n", "check", "--json", path)
+	assert.Equal(t, 1, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	var r map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &r))
+	assert.Equal(t, map[string]any{"key": "alpha", "present": true}, r)
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &r))
+	assert.Equal(t, map[string]any{"key": "omega", "present": false}, r)
+
+	_, errOut, code = tallybloom(t, "remove", path, "--id", "5", "alpha")
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "removed 1 keys (0 not found)")
+	out, _, _ = tallybloom(t, "check", path, "alpha")
+	assert.Equal(t, "present\talpha\n", out, "alpha was added twice, with ids 5 and 6")
+	_, _, code = tallybloom(t, "remove", path, "--id", "6", "alpha")
+	assert.Equal(t, 0, code)
+	_, errOut, code = tallybloom(t, "remove", path, "--id", "5", "never-added")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "1 of 1 keys not found")
+	out, _, _ = tallybloom(t, "check", path, "alpha")
+	assert.Equal(t, "absent\talpha\n", out)
+}
+
+func TestWithIDsAndDropBefore(t *testing.T) {
+	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
+	_, errOut, code := tallybloomIn(t, "10\ta\n11\tb\n20\tc\n21\td\n30\te\n", "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	out, _, code := tallybloom(t, "drop-before", path, "20")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "dropped 1 sub-filter(s); 2 left, the oldest from id 20\n", out)
+	out, _, _ = tallybloom(t, "check", path, "a", "c", "e")
+	assert.Equal(t, "absent\ta\npresent\tc\npresent\te\n", out)
+
+	_, errOut, code = tallybloomIn(t, "21\td\n", "remove", "--with-ids", path)
+	assert.Equal(t, 0, code, errOut)
+	_, errOut, code = tallybloomIn(t, "x\ty\n", "add", "--with-ids", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "line 1: want ID<TAB>KEY")
+	_, errOut, code = tallybloom(t, "add", path, "--id", "1", "z")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "id older than every retained sub-filter")
+	_, errOut, code = tallybloom(t, "drop-before", path, "soon")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "not a whole number")
+	_, errOut, code = tallybloom(t, "add", path, "--id", "5", "--with-ids")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "none of the others can be")
+}
+
+func TestRollup(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.001")
+	_, errOut, code := tallybloomIn(t, "https://Spam.Example.co.uk/\nhttp://hoster.example/u/7/?ref=x\n", "add", "--url", "--id", "1", path)
+	require.Equal(t, 0, code, errOut)
+	out, _, code := tallybloom(t, "check", path, "spam.example.co.uk", "hoster.example/u/7")
+	assert.Equal(t, 0, code, "--url stores the canonical form: %s", out)
+
+	out, _, code = tallybloom(t, "check", "--rollup", path,
+		"https://a.b.SPAM.example.co.uk:443/x/y?q#f", "http://hoster.example/u/7/page", "http://hoster.example/u/8", "http://example.co.uk/")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "present\thttps://a.b.SPAM.example.co.uk:443/x/y?q#f\tspam.example.co.uk\n"+
+		"present\thttp://hoster.example/u/7/page\thoster.example/u/7\n"+
+		"absent\thttp://hoster.example/u/8\n"+
+		"absent\thttp://example.co.uk/\n", out)
+
+	out, _, _ = tallybloom(t, "check", "--rollup", "--json", path, "http://x.spam.example.co.uk")
+	assert.JSONEq(t, `{"key":"http://x.spam.example.co.uk","present":true,"match":"spam.example.co.uk"}`, out)
+}
+
+func TestStatsJSON(t *testing.T) {
+	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
+	_, _, code := tallybloomIn(t, "1\ta\n2\tb\n3\tc\n", "add", "--with-ids", path)
+	require.Equal(t, 0, code)
+	out, _, code := tallybloom(t, "stats", "--json", path)
+	require.Equal(t, 0, code)
+	var s map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	for _, k := range []string{"capacity", "error_rate", "count", "mem_seq", "disk_seq", "state", "sub_filters"} {
+		assert.Contains(t, s, k)
+	}
+	assert.Equal(t, float64(3), s["count"])
+	assert.Equal(t, "clean", s["state"])
+	assert.Equal(t, s["mem_seq"], s["disk_seq"])
+	subs := s["sub_filters"].([]any)
+	require.Len(t, subs, 2)
+	second := subs[1].(map[string]any)
+	assert.Equal(t, float64(3), second["first_id"])
+	assert.Equal(t, float64(2), second["capacity"])
+	assert.Equal(t, float64(1), second["count"])
+
+	out, _, code = tallybloom(t, "stats", path)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "state       clean")
+	assert.Contains(t, out, "0..2")
+	assert.Contains(t, out, "3..")
+}
+
+func TestExportImport(t *testing.T) {
+	path := newFile(t, "--capacity", "100", "--error-rate", "0.01", "--growth", "1")
+	keys := make([]string, 400)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%d\tkey-%d", i, i)
+	}
+	_, _, code := tallybloomIn(t, strings.Join(keys, "\n"), "add", "--with-ids", path)
+	require.Equal(t, 0, code)
+	probes := make([]string, 0, 2000)
+	for i := range 2000 {
+		probes = append(probes, fmt.Sprintf("key-%d", i))
+	}
+	want, _, _ := tallybloomIn(t, strings.Join(probes, "\n"), "check", path)
+	dir := t.TempDir()
+
+	for _, flags := range [][]string{nil, {"--base64"}} {
+		export := filepath.Join(dir, fmt.Sprintf("export%d", len(flags)))
+		_, errOut, code := tallybloom(t, append([]string{"export", path, export}, flags...)...)
+		require.Equal(t, 0, code, errOut)
+		imported := export + ".tb"
+		_, errOut, code = tallybloom(t, "import", export, imported)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, errOut, "imported 400 keys in 4 sub-filters")
+		got, _, _ := tallybloomIn(t, strings.Join(probes, "\n"), "check", imported)
+		assert.Equal(t, want, got, "identical answers after export and import %v", flags)
+		got, _, _ = tallybloomIn(t, strings.Join(probes, "\n"), "check", export)
+		assert.Equal(t, want, got, "check reads an export in place of a file %v", flags)
+		_, _, code = tallybloom(t, "verify", imported)
+		assert.Equal(t, 0, code)
+	}
+
+	frozen := filepath.Join(dir, "frozen")
+	_, errOut, code := tallybloom(t, "export", "--frozen", "--base64", path, frozen)
+	require.Equal(t, 0, code, errOut)
+	got, _, _ := tallybloomIn(t, strings.Join(probes, "\n"), "check", frozen)
+	assert.Equal(t, want, got, "a frozen export answers as the filter did")
+
+	stdout, _, code := tallybloom(t, "export", path, "-", "--base64")
+	require.Equal(t, 0, code)
+	_, errOut, code = tallybloomIn(t, stdout, "import", "-", filepath.Join(dir, "stdin.tb"))
+	require.Equal(t, 0, code, errOut)
+
+	_, errOut, code = tallybloomIn(t, "garbage that is not an export\n", "import", "-", filepath.Join(dir, "bad.tb"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "tallybloom:")
+	assert.NoFileExists(t, filepath.Join(dir, "bad.tb"))
+}
+
+func TestBadInput(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.tb")
+	notOurs := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(notOurs, []byte("hello, world\n"), 0o644))
+	for _, args := range [][]string{
+		{"add", missing, "k"}, {"remove", missing, "k"}, {"check", missing, "k"}, {"stats", missing},
+		{"drop-before", missing, "1"}, {"export", missing, "-"}, {"import", missing, missing + ".tb"},
+	} {
+		_, errOut, code := tallybloom(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errOut, "no such file", "%v", args)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	}
+	for _, args := range [][]string{{"add", notOurs, "k"}, {"check", notOurs, "k"}, {"stats", notOurs}} {
+		_, errOut, code := tallybloom(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errOut, "not a tallybloom filter", "%v", args)
+	}
+	_, errOut, code := tallybloom(t, "stats")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "Usage:")
+	_, errOut, code = tallybloom(t, "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "unknown command")
+}
+
+// check streams its input: a large input does not make it grow.
+func TestCheckStreamsInConstantMemory(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	maxRSS := func(lines int) int64 {
+		cmd := exec.Command(binary, "check", "-q", path)
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		line := []byte(strings.Repeat("x", 60) + "\n")
+		for range lines {
+			_, err := in.Write(line)
+			require.NoError(t, err)
+		}
+		in.Close()
+		_ = cmd.Wait()
+		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	}
+	small, large := maxRSS(10_000), maxRSS(2_000_000)
+	t.Logf("max RSS: %d KiB for 600 KB of keys, %d KiB for 120 MB", small, large)
+	assert.Less(t, large, small+16<<10, "120 MB of keys cost a few MiB more at most, not the input")
+}
+
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := tallybloom(t, "demo", dir)
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{
+		"added 280000 reports",
+		"present\thttps://WIN-PRIZE-3.example/claim?now=1\twin-prize-3.example",
+		"absent\thttps://docs.example.org/getting-started",
+		"dropped 1 sub-filter(s)",
+		"win-prize-0.example (reported on day 1) present: false",
+		"nothing is rebuilt",
+		"state       clean",
+	} {
+		assert.Contains(t, out+errOut, want)
+	}
+	assert.FileExists(t, filepath.Join(dir, "spam.tb"), "DIR keeps the file")
+}

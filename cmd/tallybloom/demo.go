@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+func demoCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo [DIR]",
+		Short: "Run the whole story on generated spam reports",
+		Long: `Build a filter of a week of generated spam URL reports, with their report
+times as ids; check URLs with roll-up; remove false reports; retire the
+oldest day; close, reopen (timing the open: nothing is rebuilt) and show the
+stats. In a temporary directory, or in DIR (which keeps the file). Needs no
+network.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := ""
+			if len(args) == 1 {
+				dir = args[0]
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+			} else {
+				tmp, err := os.MkdirTemp("", "tallybloom-demo")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				dir = tmp
+			}
+			return demo(cmd.OutOrStdout(), cmd.ErrOrStderr(), filepath.Join(dir, "spam.tb"))
+		},
+	}
+}
+
+// The demo's week: reportsPerDay spam reports a day, starting at weekStart.
+const (
+	day           = 24 * 60 * 60
+	weekStart     = 1_767_225_600 // 2026-01-01T00:00:00Z
+	days          = 7
+	reportsPerDay = 40_000
+)
+
+// spamURL is the i-th generated report: whole domains, subdomains of a
+// hoster, and paths on shared hosts, in varied case and with noise a
+// canonical form drops.
+func spamURL(rng *rand.Rand, i int) string {
+	switch i % 3 {
+	case 0:
+		return fmt.Sprintf("http://win-prize-%d.example/", i)
+	case 1:
+		return fmt.Sprintf("https://Promo%d.Cheap-Hosting.example:8443/?utm=%d", i, rng.IntN(1000))
+	}
+	return fmt.Sprintf("https://pages.example.net/u%d/free-gift#top", i)
+}
+
+func demo(out, errOut io.Writer, path string) error {
+	step := func(format string, args ...any) { fmt.Fprintf(out, "\n== "+format+"\n", args...) }
+
+	step("create %s", path)
+	// A day of reports fills a sub-filter, so each day gets its own and a
+	// day can be retired whole.
+	f, err := engine.Create(path, engine.Config{Capacity: reportsPerDay, ErrorRate: 0.001, Growth: 1}, nil)
+	if err != nil {
+		return err
+	}
+	c := f.Config()
+	fmt.Fprintf(out, "capacity %d keys a sub-filter (a day of reports), error rate %g for the whole chain, growth %g, seed %#x\n",
+		c.Capacity, c.ErrorRate, c.Growth, c.Seed)
+
+	step("add a week of spam reports, the report time as id (add --url --with-ids)")
+	rng := rand.New(rand.NewPCG(7, 7))
+	p := newProgress(errOut, "add", -1)
+	for i := range days * reportsPerDay {
+		key, err := canonicalURL(spamURL(rng, i))
+		if err != nil {
+			return err
+		}
+		id := uint64(weekStart + i*day/reportsPerDay)
+		if err := f.AddString(key, id); err != nil {
+			return err
+		}
+		p.keys++
+	}
+	p.summary("added %d reports", p.keys)
+	fmt.Fprintf(out, "%d sub-filters, %s of counters\n", len(f.Stats().SubFilters), bytesText(f.Stats().CounterBytes))
+
+	step("check URLs with roll-up (check --rollup)")
+	w := out
+	for _, url := range []string{
+		"https://WIN-PRIZE-3.example/claim?now=1",      // a reported domain, another path
+		"http://shop.win-prize-30.example/",            // a subdomain of a reported domain
+		"https://promo4.cheap-hosting.example/landing", // a reported host
+		"https://pages.example.net/u5/free-gift/step2", // below a reported path
+		"https://pages.example.net/u6/about",           // same host, a path never reported
+		"https://docs.example.org/getting-started",     // never reported
+		"https://cheap-hosting.example/pricing",        // the hoster itself was not reported
+	} {
+		r, err := checkKey(f, url, true)
+		if err != nil {
+			return err
+		}
+		if err := writeCheck(w, r, false); err != nil {
+			return err
+		}
+	}
+
+	step("remove false reports, with the ids they were added with (remove --with-ids)")
+	removed := 0
+	rng = rand.New(rand.NewPCG(7, 7))
+	for i := range 3 * reportsPerDay {
+		key, _ := canonicalURL(spamURL(rng, i))
+		if i%3 == 0 && i >= 2*reportsPerDay {
+			if err := f.RemoveString(key, uint64(weekStart+i*day/reportsPerDay)); err != nil {
+				return err
+			}
+			removed++
+		}
+	}
+	fmt.Fprintf(out, "removed %d reports of day 3; win-prize-%d.example present: %v\n",
+		removed, 2*reportsPerDay+3, f.ContainsString(fmt.Sprintf("win-prize-%d.example", 2*reportsPerDay+3)))
+
+	step("retire the oldest day (drop-before %d)", weekStart+day)
+	before := f.Stats()
+	dropped, err := f.DropBefore(weekStart + day)
+	if err != nil {
+		return err
+	}
+	after := f.Stats()
+	fmt.Fprintf(out, "dropped %d sub-filter(s): %d -> %d keys, %s -> %s of counters given back to the disk\n",
+		dropped, before.Count, after.Count, bytesText(before.CounterBytes), bytesText(after.CounterBytes))
+	fmt.Fprintf(out, "win-prize-0.example (reported on day 1) present: %v\n", f.ContainsString("win-prize-0.example"))
+
+	step("close and reopen: the file is the filter, nothing is rebuilt")
+	if err := f.Close(); err != nil {
+		return err
+	}
+	start := time.Now()
+	f, err = engine.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	opened := time.Since(start)
+	defer f.Close()
+	fmt.Fprintf(out, "opened %s of counters in %s; %d keys ready; a reported URL present: %v\n",
+		bytesText(f.Stats().CounterBytes), opened.Round(time.Microsecond), f.Stats().Count,
+		f.ContainsString(fmt.Sprintf("win-prize-%d.example", 6*reportsPerDay)))
+
+	step("stats")
+	printStatsTo(out, statsOf(path, f.Stats()))
+	return nil
+}

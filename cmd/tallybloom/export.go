@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+func exportCommand() *cobra.Command {
+	var frozen, asBase64 bool
+	cmd := &cobra.Command{
+		Use:   "export FILE OUT",
+		Short: "Write a compact, portable copy of a filter",
+		Long: `Write FILE to OUT ("-" for standard output) as a portable stream without
+page padding, which import reads back and engine.ReadExport loads in
+memory. --frozen writes a read-only 1-bit Bloom filter instead, a quarter of
+the counters' size, that check accepts in place of FILE and
+engine.ReadFrozen loads. --base64 writes either as URL-safe base64, for a
+cookie or a config value.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := engine.Open(args[0], &engine.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			var out io.Writer = cmd.OutOrStdout()
+			var file *os.File
+			if args[1] != "-" {
+				if file, err = os.Create(args[1]); err != nil {
+					return err
+				}
+				defer file.Close()
+				out = file
+			}
+			buffered := bufio.NewWriter(out)
+			var w io.Writer = buffered
+			var encoder io.WriteCloser
+			if asBase64 {
+				encoder = base64.NewEncoder(base64.RawURLEncoding, buffered)
+				w = encoder
+			}
+			write := f.Export
+			if frozen {
+				write = f.ExportFrozen
+			}
+			if err := write(w); err != nil {
+				return err
+			}
+			if encoder != nil {
+				if err := encoder.Close(); err != nil {
+					return err
+				}
+				if args[1] == "-" {
+					fmt.Fprintln(buffered)
+				}
+			}
+			if err := buffered.Flush(); err != nil {
+				return err
+			}
+			if file != nil {
+				return file.Close()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&frozen, "frozen", false, "write a read-only 1-bit Bloom filter")
+	cmd.Flags().BoolVar(&asBase64, "base64", false, "write URL-safe base64")
+	return cmd
+}
+
+func importCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import IN FILE",
+		Short: "Create a filter file from an export",
+		Long:  `Create FILE from the export IN ("-" for standard input), binary or base64.`,
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, size, closeIn, err := exportStream(args[0], cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			defer closeIn()
+			p := newProgress(cmd.ErrOrStderr(), "import", size)
+			f, err := engine.Import(args[1], p.reader(in), nil)
+			if err != nil {
+				return err
+			}
+			s := f.Stats()
+			p.keys = s.Count
+			if err := f.Close(); err != nil {
+				return err
+			}
+			p.summary("imported %d keys in %d sub-filters (%s of counters)", s.Count, len(s.SubFilters), bytesText(s.CounterBytes))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// progress shows a bar with rate and time left on a terminal, nothing
+// elsewhere, and ends with a one-line summary either way.
+type progress struct {
+	out   io.Writer
+	bar   *progressbar.ProgressBar
+	start time.Time
+	keys  uint64
+	fresh uint64
+}
+
+// newProgress tracks work of total bytes (-1 when unknown) on stderr.
+func newProgress(stderr io.Writer, what string, total int64) *progress {
+	p := &progress{out: stderr, start: time.Now()}
+	if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+		p.bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	return p
+}
+
+// reader counts what r reads into the bar.
+func (p *progress) reader(r io.Reader) io.Reader {
+	if p.bar == nil {
+		return r
+	}
+	reader := progressbar.NewReader(r, p.bar)
+	return &reader
+}
+
+// summary ends the bar and prints one line: what was done, how long it
+// took, and the rate.
+func (p *progress) summary(format string, args ...any) {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+	elapsed := time.Since(p.start)
+	rate := float64(p.keys) / max(elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(p.out, "%s in %s, %.0f keys/s\n", fmt.Sprintf(format, args...), elapsed.Round(time.Millisecond), rate)
+}

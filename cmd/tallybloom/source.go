@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// checker answers membership: a filter file, a portable export or a frozen
+// filter.
+type checker interface {
+	Contains(key []byte) bool
+	ContainsString(key string) bool
+}
+
+// openForCheck opens path as whatever it holds: a filter file (read-only,
+// no lock), or a portable or frozen export, binary or base64.
+func openForCheck(path string) (checker, func() error, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	head := make([]byte, len(engine.Magic))
+	n, _ := io.ReadFull(file, head)
+	file.Close()
+	if string(head[:n]) == engine.Magic {
+		f, err := engine.Open(path, &engine.Options{ReadOnly: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f.Close, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	data = decodeIfBase64(data)
+	noClose := func() error { return nil }
+	switch {
+	case bytes.HasPrefix(data, []byte(engine.ExportMagic)):
+		s, err := engine.ReadExport(bytes.NewReader(data))
+		return s, noClose, err
+	case bytes.HasPrefix(data, []byte(engine.FrozenMagic)):
+		z, err := engine.ReadFrozen(bytes.NewReader(data))
+		return z, noClose, err
+	}
+	return nil, nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
+}
+
+// decodeIfBase64 returns the bytes data encodes if it is base64 (as
+// export --base64 writes it, URL-safe without padding, or standard), else
+// data itself.
+func decodeIfBase64(data []byte) []byte {
+	text := bytes.TrimSpace(data)
+	for _, enc := range []*base64.Encoding{base64.RawURLEncoding, base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+		if decoded, err := enc.DecodeString(string(text)); err == nil {
+			return decoded
+		}
+	}
+	return data
+}
+
+// exportStream opens an export for import: a path or "-" for standard input,
+// binary or base64, streamed.
+func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error, error) {
+	in, size, closer := stdin, int64(-1), func() error { return nil }
+	if path != "-" {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if info, err := file.Stat(); err == nil && info.Mode().IsRegular() {
+			size = info.Size()
+		}
+		in, closer = file, file.Close
+	}
+	buffered := bufio.NewReader(in)
+	head, _ := buffered.Peek(len(engine.ExportMagic))
+	if bytes.HasPrefix(head, []byte(engine.ExportMagic)) {
+		return buffered, size, closer, nil
+	}
+	return base64.NewDecoder(base64.RawURLEncoding, buffered), size, closer, nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// statsJSON is the shape of stats --json.
+type statsJSON struct {
+	File          string          `json:"file"`
+	Capacity      uint64          `json:"capacity"`
+	ErrorRate     float64         `json:"error_rate"`
+	Tightening    float64         `json:"tightening"`
+	Growth        float64         `json:"growth"`
+	Fixed         bool            `json:"fixed"`
+	Seed          uint64          `json:"seed"`
+	Count         uint64          `json:"count"`
+	EstimatedKeys float64         `json:"estimated_keys"`
+	MemSeq        uint64          `json:"mem_seq"`
+	DiskSeq       uint64          `json:"disk_seq"`
+	State         string          `json:"state"`
+	CounterBytes  uint64          `json:"counter_bytes"`
+	SubFilters    []subFilterJSON `json:"sub_filters"`
+}
+
+type subFilterJSON struct {
+	Level             int     `json:"level"`
+	FirstID           uint64  `json:"first_id"`
+	MaxID             uint64  `json:"max_id"`
+	Capacity          uint64  `json:"capacity"`
+	Count             uint64  `json:"count"`
+	Fill              float64 `json:"fill"`
+	Overfilled        bool    `json:"overfilled"`
+	ErrorRate         float64 `json:"error_rate"`
+	ExpectedErrorRate float64 `json:"expected_error_rate"`
+	K                 int     `json:"k"`
+	Bytes             uint64  `json:"bytes"`
+	EstimatedKeys     float64 `json:"estimated_keys"`
+}
+
+func statsOf(path string, s engine.Stats) statsJSON {
+	j := statsJSON{
+		File: path, Capacity: s.Config.Capacity, ErrorRate: s.Config.ErrorRate, Tightening: s.Config.Tightening,
+		Growth: s.Config.Growth, Fixed: s.Config.Fixed, Seed: s.Config.Seed, Count: s.Count,
+		EstimatedKeys: s.EstimatedKeys, MemSeq: s.MemSeq, DiskSeq: s.DiskSeq, State: "clean",
+		CounterBytes: s.CounterBytes, SubFilters: []subFilterJSON{},
+	}
+	if s.DiskSeq != s.MemSeq {
+		j.State = "dirty" // changes since the last flush are not all on disk
+	}
+	for _, sub := range s.SubFilters {
+		j.SubFilters = append(j.SubFilters, subFilterJSON{
+			Level: sub.Level, FirstID: sub.FirstID, MaxID: sub.MaxID, Capacity: sub.Capacity, Count: sub.Count,
+			Fill: float64(sub.Count) / float64(sub.Capacity), Overfilled: sub.Overfilled, ErrorRate: sub.ErrorRate,
+			ExpectedErrorRate: sub.ExpectedFalsePositiveRate(), K: sub.K, Bytes: sub.Bytes, EstimatedKeys: sub.EstimatedKeys,
+		})
+	}
+	return j
+}
+
+func statsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats FILE",
+		Short: "Show a filter's parameters, sub-filters and state",
+		Long: `Show the parameters, a table of sub-filters (id range, capacity, count, fill,
+expected false-positive rate, bytes), the sequence numbers and the file's
+state. Opens the file read-only: it works while a writer runs.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := engine.Open(args[0], &engine.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			s := statsOf(args[0], f.Stats())
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			printStatsTo(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatsTo(out io.Writer, s statsJSON) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	fmt.Fprintf(w, "file\t%s\n", s.File)
+	fmt.Fprintf(w, "state\t%s (memory sequence %d, durable sequence %d)\n", s.State, s.MemSeq, s.DiskSeq)
+	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, seed %#x\n",
+		s.Capacity, s.ErrorRate, s.Tightening, s.Growth, s.Fixed, s.Seed)
+	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
+	fmt.Fprintf(w, "counters\t%s in %d sub-filters\n", bytesText(s.CounterBytes), len(s.SubFilters))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "level\tids\tcapacity\tcount\tfill\tfalse positives\tbytes")
+	for i, sub := range s.SubFilters {
+		ids := fmt.Sprintf("%d..", sub.FirstID)
+		if i+1 < len(s.SubFilters) {
+			ids = fmt.Sprintf("%d..%d", sub.FirstID, s.SubFilters[i+1].FirstID-1)
+		}
+		fill := fmt.Sprintf("%.0f%%", 100*sub.Fill)
+		if sub.Overfilled {
+			fill += " (overfilled)"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%s\t%.2g (built for %.2g)\t%s\n",
+			sub.Level, ids, sub.Capacity, sub.Count, fill, sub.ExpectedErrorRate, sub.ErrorRate, bytesText(sub.Bytes))
+	}
+}
+
+func bytesText(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

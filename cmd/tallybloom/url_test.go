@@ -1,0 +1,37 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCanonicalURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"HTTPS://User:pw@WWW.Example.COM:8443/a/B/?q=1#frag": "www.example.com/a/B",
+		"example.com":                 "example.com",
+		"example.com/":                "example.com",
+		"http://[::1]:80/x":           "::1/x",
+		"spam.example./path//to/page": "spam.example/path/to/page",
+	} {
+		got, err := canonicalURL(raw)
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	_, err := canonicalURL("http:///nohost")
+	assert.ErrorIs(t, err, errBadURL)
+}
+
+func TestRollupCandidates(t *testing.T) {
+	got, err := rollupCandidates("https://a.b.example.co.uk/x/y?z")
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"a.b.example.co.uk/x/y", "a.b.example.co.uk/x", "a.b.example.co.uk",
+		"b.example.co.uk", "example.co.uk",
+	}, got, "parents stop at the registrable domain")
+
+	got, err = rollupCandidates("http://10.0.0.1/p")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.1/p", "10.0.0.1"}, got)
+}
