@@ -68,6 +68,16 @@ func (f *Filter) Geometry() Geometry { return f.geometry }
 // Contains reports whether every counter of the key is non-zero. It stops at
 // the first zero counter, so keys never added usually cost one or two loads.
 func (f *Filter) Contains(h Hash) bool {
+	if f.geometry.Flat {
+		s := f.flatSlots(h)
+		for range f.geometry.K {
+			c := s.next()
+			if atomic.LoadUint64(&f.words[c>>4])>>nibbleShift(c)&MaxCounter == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	words := f.blockWords(f.block(h))
 	s := f.slots(h)
 	for range f.geometry.K {
@@ -79,16 +89,36 @@ func (f *Filter) Contains(h Hash) bool {
 	return true
 }
 
-// Probe is the located counters of one key: its block and, per counter word
-// of the block, the low bit of each of the key's counters in that word.
+// Probe is the located counters of one key: up to eight counter words and,
+// for each, the low bit of each of the key's counters in it. In a blocked
+// geometry the words are the eight of the key's block; in a flat one, the
+// words the key's counters fall in.
 type Probe struct {
-	Block uint64
-	masks [wordsPerBlock]uint64
+	base  uint64                // index of words[0]'s word
+	words [wordsPerBlock]uint8  // word index of each mask, from base
+	masks [wordsPerBlock]uint64 // zero for an unused entry
+	n     int                   // entries in use
+	flat  bool
 }
 
 // Probe locates the key's counters without reading them.
 func (f *Filter) Probe(h Hash) Probe {
-	p := Probe{Block: f.block(h)}
+	if f.geometry.Flat {
+		var p Probe
+		p.flat = true
+		s := f.flatSlots(h)
+		for range f.geometry.K {
+			c := s.next()
+			word, i := uint8(c>>4), 0
+			for i < p.n && p.words[i] != word {
+				i++
+			}
+			p.words[i], p.n = word, max(p.n, i+1)
+			p.masks[i] |= 1 << nibbleShift(c)
+		}
+		return p
+	}
+	p := Probe{base: f.block(h) * wordsPerBlock, words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
 	s := f.slots(h)
 	for range f.geometry.K {
 		c := s.next()
@@ -97,11 +127,22 @@ func (f *Filter) Probe(h Hash) Probe {
 	return p
 }
 
+// Spans calls fn with the byte offset and length of each part of the region
+// the probe's changes write: its block, or in a flat geometry each word.
+func (p *Probe) Spans(fn func(offset uint64, length int)) {
+	if !p.flat {
+		fn(p.base*8, BlockBytes)
+		return
+	}
+	for i := range p.n {
+		fn((p.base+uint64(p.words[i]))*8, 8)
+	}
+}
+
 // Test reports whether every counter of the probe is non-zero.
 func (f *Filter) Test(p *Probe) bool {
-	words := f.blockWords(p.Block)
-	for i, m := range p.masks {
-		if m != 0 && nonZero(atomic.LoadUint64(&words[i]))&m != m {
+	for i := range p.n {
+		if m := p.masks[i]; m != 0 && nonZero(atomic.LoadUint64(&f.words[p.base+uint64(p.words[i])]))&m != m {
 			return false
 		}
 	}
@@ -111,16 +152,17 @@ func (f *Filter) Test(p *Probe) bool {
 // Increment adds one to every counter of the probe that is not saturated and
 // returns how many counters went from zero to one.
 func (f *Filter) Increment(p *Probe) (raised int) {
-	words := f.blockWords(p.Block)
-	for i, m := range p.masks {
+	for i := range p.n {
+		m := p.masks[i]
 		if m == 0 {
 			continue
 		}
-		w := atomic.LoadUint64(&words[i])
+		word := &f.words[p.base+uint64(p.words[i])]
+		w := atomic.LoadUint64(word)
 		raised += bits.OnesCount64(m &^ nonZero(w))
 		// Saturated counters are left alone; the rest are below 15, so the
 		// addition cannot carry into a neighbour.
-		atomic.StoreUint64(&words[i], w+m&^saturated(w))
+		atomic.StoreUint64(word, w+m&^saturated(w))
 	}
 	return raised
 }
@@ -132,15 +174,16 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 	if !f.Test(p) {
 		return 0, false
 	}
-	words := f.blockWords(p.Block)
-	for i, m := range p.masks {
+	for i := range p.n {
+		m := p.masks[i]
 		if m == 0 {
 			continue
 		}
-		w := atomic.LoadUint64(&words[i])
+		word := &f.words[p.base+uint64(p.words[i])]
+		w := atomic.LoadUint64(word)
 		cleared += bits.OnesCount64(m & ones(w))
 		// Every probed counter is at least 1, so the subtraction cannot borrow.
-		atomic.StoreUint64(&words[i], w-m&^saturated(w))
+		atomic.StoreUint64(word, w-m&^saturated(w))
 	}
 	return cleared, true
 }
@@ -166,6 +209,40 @@ func (f *Filter) Tally() (sum, nonZeroCounters, saturatedCounters uint64) {
 
 func (f *Filter) blockWords(block uint64) *[wordsPerBlock]uint64 {
 	return (*[wordsPerBlock]uint64)(f.words[block*wordsPerBlock:])
+}
+
+func (s *shape) flatSlots(h Hash) flatStream {
+	return flatStream{state: h.Derived ^ s.slotSalt, counters: uint(s.geometry.Counters())}
+}
+
+// flatStream yields a key's distinct counters over a whole flat region of at
+// most 1024 counters: 10-bit chunks of a mixed state, rejecting those past
+// the region and those already taken.
+type flatStream struct {
+	state    uint64
+	bits     uint64
+	left     int
+	counters uint
+	taken    [MaxFlatBlocks * CountersPerBlock / 64]uint64
+}
+
+func (s *flatStream) next() uint {
+	for {
+		if s.left == 0 {
+			s.state += 0x9e3779b97f4a7c15
+			s.bits, s.left = mix(s.state), 64/10
+		}
+		c := uint(s.bits & (MaxFlatBlocks*CountersPerBlock - 1))
+		s.bits >>= 10
+		s.left--
+		if c >= s.counters {
+			continue
+		}
+		if bit := uint64(1) << (c & 63); s.taken[c>>6]&bit == 0 {
+			s.taken[c>>6] |= bit
+			return c
+		}
+	}
 }
 
 // slotStream yields a key's distinct counters within its block: 7-bit chunks

@@ -23,7 +23,7 @@ func key(i int) []byte { return binary.LittleEndian.AppendUint64([]byte("key-"),
 
 // probeOf builds a probe over the given counters of block 0.
 func probeOf(counters ...uint) Probe {
-	var p Probe
+	p := Probe{words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
 	for _, c := range counters {
 		p.masks[c>>4] |= 1 << nibbleShift(c)
 	}
@@ -93,7 +93,7 @@ func TestProbeSetsKDistinctCountersInOneBlock(t *testing.T) {
 				n += bits.OnesCount64(m)
 			}
 			require.Equal(t, k, n, "key %d", i)
-			require.Less(t, p.Block, uint64(1000))
+			require.Less(t, p.base/wordsPerBlock, uint64(1000))
 		}
 	}
 }
@@ -242,4 +242,74 @@ func TestFrozenBitOrderIsRedisGetbit(t *testing.T) {
 	f.Freeze(bits)
 	assert.Equal(t, byte(0x80), bits[0], "GETBIT offset 0 is the top bit of byte 0")
 	assert.Equal(t, byte(0x40), bits[1], "offset 9 is bit 6 of byte 1")
+}
+
+func TestTinyFiltersPlanFlat(t *testing.T) {
+	g, err := Plan(100, 0.01)
+	require.NoError(t, err)
+	assert.True(t, g.Flat, "%+v", g)
+	assert.Equal(t, uint64(8), g.Blocks, "1024 counters, against 9 blocks blocked")
+	assert.LessOrEqual(t, g.FalsePositiveRate(100), 0.01)
+	big, err := Plan(100_000, 0.01)
+	require.NoError(t, err)
+	assert.False(t, big.Flat, "large filters stay blocked")
+
+	assert.ErrorIs(t, Geometry{Blocks: MaxFlatBlocks + 1, K: 3, Flat: true}.Validate(), ErrInvalidGeometry)
+	assert.ErrorIs(t, Geometry{Blocks: 2, K: MaxFlatK + 1, Flat: true}.Validate(), ErrInvalidGeometry)
+}
+
+func TestFlatFilter(t *testing.T) {
+	g, err := Plan(100, 0.01)
+	require.NoError(t, err)
+	require.True(t, g.Flat)
+	f, region := newTestFilter(t, g)
+	h := NewHasher(9)
+	var total int
+	for i := range 100 {
+		p := f.Probe(h.Key(key(i)))
+		n := 0
+		p.Spans(func(offset uint64, length int) {
+			assert.Equal(t, 8, length, "a flat change writes words")
+			assert.Less(t, offset, uint64(len(region)))
+			n++
+		})
+		require.LessOrEqual(t, n, g.K)
+		f.Increment(&p)
+		total += g.K
+	}
+	sum, _, _ := f.Tally()
+	assert.Equal(t, uint64(total), sum, "k distinct counters per key")
+
+	bits := make([]byte, FrozenBytes(g))
+	f.Freeze(bits)
+	z, err := NewFrozen(bits, g, 42)
+	require.NoError(t, err)
+	falsePositives := 0
+	for i := range 300_000 {
+		hk := h.Key(key(i))
+		p := f.Probe(hk)
+		require.Equal(t, f.Test(&p), f.Contains(hk))
+		require.Equal(t, f.Contains(hk), z.Contains(hk))
+		if i < 100 {
+			require.True(t, f.Contains(hk))
+		} else if f.Contains(hk) {
+			falsePositives++
+		}
+	}
+	rate := float64(falsePositives) / 299_900
+	t.Logf("flat %+v: planned %.4f, measured %.4f", g, g.FalsePositiveRate(100), rate)
+	assert.LessOrEqual(t, rate, 0.01)
+
+	p := f.Probe(h.Key(key(3)))
+	_, ok := f.Decrement(&p)
+	assert.True(t, ok)
+	sum, _, _ = f.Tally()
+	assert.Equal(t, uint64(total-g.K), sum)
+}
+
+func TestFlatRateIsExact(t *testing.T) {
+	// One key with k=2 in 4 counters: a probe hits when both its counters
+	// are among the key's two: 1/C(4,2).
+	assert.InDelta(t, 1.0/6, flatFalsePositiveRate(1, 4, 2), 1e-12)
+	assert.InDelta(t, 0, flatFalsePositiveRate(0, 128, 3), 1e-12)
 }

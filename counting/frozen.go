@@ -50,6 +50,16 @@ func NewFrozen(bits []byte, g Geometry, salt uint64) (*Frozen, error) {
 // Contains reports whether every bit of the key is set.
 func (z *Frozen) Contains(h Hash) bool {
 	s := shape{geometry: z.geometry, blockSalt: z.blockSalt, slotSalt: z.slotSalt}
+	if z.geometry.Flat {
+		slots := s.flatSlots(h)
+		for range z.geometry.K {
+			c := slots.next()
+			if z.bits[c/8]&(0x80>>(c%8)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	block := z.bits[s.block(h)*CountersPerBlock/8:][:CountersPerBlock/8]
 	slots := s.slots(h)
 	for range z.geometry.K {

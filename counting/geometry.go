@@ -27,6 +27,11 @@ const (
 	// maxLoad is the largest number of keys per block the sizing model tracks;
 	// blocks with more keys are counted as always giving a false positive.
 	maxLoad = 256
+	// MaxFlatBlocks and MaxFlatK bound a flat geometry: small enough that a
+	// key touches at most one counter word per counter, and that an undo
+	// record holds every word a change writes.
+	MaxFlatBlocks = 8
+	MaxFlatK      = 8
 )
 
 // Geometry is the shape of one filter: how many blocks and how many counters
@@ -35,6 +40,10 @@ const (
 type Geometry struct {
 	Blocks uint64 // number of 64-byte blocks, at least 1
 	K      int    // counters per key, 1..MaxK
+	// Flat spreads each key's counters over the whole region instead of one
+	// block. Only for tiny filters (at most MaxFlatBlocks blocks, k at most
+	// MaxFlatK), where blocking would cost more room than cache lines save.
+	Flat bool
 }
 
 // Bytes is the size of the counter region.
@@ -51,6 +60,9 @@ func (g Geometry) Validate() error {
 	if g.K < 1 || g.K > MaxK {
 		return fmt.Errorf("%w: k=%d (want 1..%d)", ErrInvalidGeometry, g.K, MaxK)
 	}
+	if g.Flat && (g.Blocks > MaxFlatBlocks || g.K > MaxFlatK) {
+		return fmt.Errorf("%w: flat geometry of %d blocks, k=%d (at most %d and %d)", ErrInvalidGeometry, g.Blocks, g.K, MaxFlatBlocks, MaxFlatK)
+	}
 	return nil
 }
 
@@ -60,7 +72,36 @@ func (g Geometry) FalsePositiveRate(n uint64) float64 {
 	if g.Validate() != nil {
 		return 1
 	}
+	if g.Flat {
+		return flatFalsePositiveRate(n, g.Counters(), g.K)
+	}
 	return newLoadModel(g.K).falsePositiveRate(float64(n) / float64(g.Blocks))
+}
+
+// flatFalsePositiveRate is exact for n keys each setting k distinct counters
+// of m chosen uniformly: by inclusion-exclusion over the probe's counters,
+// sum over i of (-1)^i C(k,i) q_i^n, where q_i = C(m-i,k)/C(m,k) is the chance
+// that one key misses i given counters.
+func flatFalsePositiveRate(n, m uint64, k int) float64 {
+	var rate float64
+	choose := 1.0 // C(k, i)
+	for i := 0; i <= k; i++ {
+		logQ := 0.0
+		for j := range k {
+			if m <= uint64(i+j) {
+				logQ = math.Inf(-1)
+				break
+			}
+			logQ += math.Log(float64(m-uint64(i+j)) / float64(m-uint64(j)))
+		}
+		term := choose * math.Exp(float64(n)*logQ)
+		if i%2 == 1 {
+			term = -term
+		}
+		rate += term
+		choose = choose * float64(k-i) / float64(i+1)
+	}
+	return min(max(rate, 0), 1)
 }
 
 // Plan returns the smallest geometry whose false-positive rate stays at or
@@ -94,15 +135,37 @@ func Plan(capacity uint64, errorRate float64) (Geometry, error) {
 			best, worse = g, 0
 		default:
 			// The size is unimodal in k; two steps past the best is enough.
-			if worse++; worse >= 2 {
-				return best, nil
-			}
+			worse++
+		}
+		if worse >= 2 {
+			break
 		}
 	}
 	if best.Blocks == 0 {
 		return Geometry{}, fmt.Errorf("%w: %d keys at error rate %g need more than %d bytes", ErrTooLarge, capacity, errorRate, uint64(MaxBytes))
 	}
+	if flat, ok := planFlat(capacity, errorRate); ok && flat.Blocks < best.Blocks {
+		return flat, nil
+	}
 	return best, nil
+}
+
+// planFlat is the smallest flat geometry that meets errorRate, with the k
+// that gives the lowest rate at that size.
+func planFlat(capacity uint64, errorRate float64) (Geometry, bool) {
+	for blocks := uint64(1); blocks <= MaxFlatBlocks; blocks++ {
+		best, bestRate := Geometry{}, math.Inf(1)
+		for k := 1; k <= MaxFlatK; k++ {
+			g := Geometry{Blocks: blocks, K: k, Flat: true}
+			if rate := g.FalsePositiveRate(capacity); rate <= errorRate && rate < bestRate {
+				best, bestRate = g, rate
+			}
+		}
+		if best.Blocks != 0 {
+			return best, true
+		}
+	}
+	return Geometry{}, false
 }
 
 // loadModel holds, for one k, the false-positive rate of a block that holds

@@ -231,8 +231,8 @@ func crashMidChange(b *testing.B, path string) {
 	}
 	sub := f.chain.SubFilters()[0]
 	p := sub.Filter().Probe(f.hasher.Key(key(42)))
-	store{f}.Touch(sub, p.Block)
-	spaceOf(sub).counters[p.Block*64] = 0xff
+	store{f}.Touch(sub, &p)
+	p.Spans(func(offset uint64, _ int) { spaceOf(sub).counters[offset] = 0xff })
 	f.mu.Unlock()
 	abandon(b, f)
 }

@@ -24,7 +24,8 @@ import (
 //	|          | u32    | u32    | u64    | city   | rate   | ening  | f64    | seq    | u32    |
 //	+----------+--------+--------+--------+--------+--------+--------+--------+--------+--------+
 //	then per sub-filter, oldest first, 64 bytes:
-//	| level u32 | k u32 | first id | capacity | blocks | count | max id | non-zero | zero u64 |
+//	| level u32 | k u32 | first id | capacity | blocks | count | max id | non-zero | flags u64 |
+//	(flags as in the directory: bit 0 for a flat geometry)
 //	then per sub-filter, its counters (blocks*64 bytes, Redis u4 order)
 //	then crc32c u32 of every byte before it
 const (
@@ -40,13 +41,14 @@ const (
 //	0      2        3        11       12
 //	+------+--------+--------+--------+------------------------------------+
 //	| "TF" | version| seed   | subs   | per sub-filter: level u8, k u8,    |
-//	|      | u8     | u64    | u8     | blocks uvarint                     |
+//	|      | u8     | u64    | u8     | blocks uvarint (k's top bit: flat) |
 //	+------+--------+--------+--------+------------------------------------+
 //	then per sub-filter its bits (blocks*16 bytes: bit i set when counter i
 //	is non-zero, byte i/8, most significant bit first), then crc32c u32.
 const (
 	FrozenMagic   = "TF"
 	FrozenVersion = 1
+	frozenFlat    = 0x80 // in the k byte
 )
 
 // Export writes the filter as a portable stream: parameters, directory,
@@ -77,7 +79,7 @@ func (f *Filter) Export(w io.Writer) error {
 	for _, sub := range subs {
 		b = le.AppendUint32(b, uint32(sub.Level))
 		b = le.AppendUint32(b, uint32(sub.Geometry.K))
-		for _, v := range []uint64{sub.FirstID, sub.Capacity, sub.Geometry.Blocks, sub.Count(), sub.MaxID(), sub.NonZero(), 0} {
+		for _, v := range []uint64{sub.FirstID, sub.Capacity, sub.Geometry.Blocks, sub.Count(), sub.MaxID(), sub.NonZero(), geometryFlags(sub.Geometry)} {
 			b = le.AppendUint64(b, v)
 		}
 	}
@@ -103,7 +105,11 @@ func (f *Filter) ExportFrozen(w io.Writer) error {
 	b = binary.LittleEndian.AppendUint64(b, f.config.Seed)
 	b = append(b, byte(len(subs)))
 	for _, sub := range subs {
-		b = append(b, byte(sub.Level), byte(sub.Geometry.K))
+		k := byte(sub.Geometry.K)
+		if sub.Geometry.Flat {
+			k |= frozenFlat
+		}
+		b = append(b, byte(sub.Level), k)
 		b = binary.AppendUvarint(b, sub.Geometry.Blocks)
 	}
 	out.Write(b)
@@ -225,13 +231,13 @@ func readExportHeader(v *verifying) (exported, error) {
 		sub := exportedSub{
 			Entry: scaling.Entry{
 				Level:    int(le.Uint32(s[0:])),
-				Geometry: counting.Geometry{K: int(le.Uint32(s[4:])), Blocks: le.Uint64(s[24:])},
+				Geometry: counting.Geometry{K: int(le.Uint32(s[4:])), Blocks: le.Uint64(s[24:]), Flat: le.Uint64(s[56:])&entryFlat != 0},
 				FirstID:  le.Uint64(s[8:]),
 				Capacity: le.Uint64(s[16:]),
 			},
 			count: le.Uint64(s[32:]), maxID: le.Uint64(s[40:]), nonZero: le.Uint64(s[48:]),
 		}
-		if err := sub.Geometry.Validate(); err != nil || sub.Level >= scaling.MaxSubFilters {
+		if err := sub.Geometry.Validate(); err != nil || sub.Level >= scaling.MaxSubFilters || le.Uint64(s[56:])&^entryFlat != 0 {
 			return exported{}, fmt.Errorf("%w: export: sub-filter %d: level %d, %v", ErrCorrupt, i, sub.Level, err)
 		}
 		e.subs = append(e.subs, sub)
@@ -372,7 +378,7 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("%w: frozen filter: truncated: %v", ErrCorrupt, err)
 		}
-		shapes[i] = shape{int(level), counting.Geometry{Blocks: blocks, K: int(k)}}
+		shapes[i] = shape{int(level), counting.Geometry{Blocks: blocks, K: int(k &^ frozenFlat), Flat: k&frozenFlat != 0}}
 		if err := shapes[i].g.Validate(); err != nil || shapes[i].level >= scaling.MaxSubFilters {
 			return nil, fmt.Errorf("%w: frozen filter: sub-filter %d: %v", ErrCorrupt, i, err)
 		}

@@ -96,8 +96,10 @@ const (
 //	| level  | k      | first id u64   | capacity u64   |
 //	+--------+--------+----------------+----------------+
 //	24               32               40               48
-//	| blocks u64     | offset u64     | zero u64       |
+//	| blocks u64     | offset u64     | flags u64      |
 //	+----------------+----------------+----------------+
+//
+// Entry flags: bit 0 set for a flat geometry (counting.Geometry.Flat).
 //
 // The crc32c covers the generation, the count and the used entries. The live
 // slot is the valid one with the highest generation not above the memory
@@ -114,6 +116,8 @@ const (
 	entCapacity   = 16
 	entBlocks     = 24
 	entOffset     = 32
+	entFlags      = 40
+	entryFlat     = 1 << 0
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -202,7 +206,7 @@ func encodeDirectory(b []byte, d directory) {
 		le.PutUint64(s[entCapacity:], e.Capacity)
 		le.PutUint64(s[entBlocks:], e.Geometry.Blocks)
 		le.PutUint64(s[entOffset:], e.Offset)
-		le.PutUint64(s[entOffset+8:], 0)
+		le.PutUint64(s[entFlags:], geometryFlags(e.Geometry))
 	}
 	clear(b[dirEntries+len(d.entries)*entrySize:])
 	le.PutUint32(b[dirCRC:], directoryChecksum(b, len(d.entries)))
@@ -232,9 +236,12 @@ func decodeDirectory(b []byte, fileSize int64) (d directory, ok bool, err error)
 				Level:    int(le.Uint32(s[entLevel:])),
 				FirstID:  le.Uint64(s[entFirstID:]),
 				Capacity: le.Uint64(s[entCapacity:]),
-				Geometry: counting.Geometry{Blocks: le.Uint64(s[entBlocks:]), K: int(le.Uint32(s[entK:]))},
+				Geometry: counting.Geometry{Blocks: le.Uint64(s[entBlocks:]), K: int(le.Uint32(s[entK:])), Flat: le.Uint64(s[entFlags:])&entryFlat != 0},
 			},
 			Offset: le.Uint64(s[entOffset:]),
+		}
+		if flags := le.Uint64(s[entFlags:]); flags&^entryFlat != 0 {
+			return directory{}, true, fmt.Errorf("sub-filter %d: unknown flags %#x", i, flags)
 		}
 		if err := e.Geometry.Validate(); err != nil {
 			return directory{}, true, fmt.Errorf("sub-filter %d: %w", i, err)
@@ -251,6 +258,14 @@ func decodeDirectory(b []byte, fileSize int64) (d directory, ok bool, err error)
 		d.entries[i] = e
 	}
 	return d, true, nil
+}
+
+// geometryFlags are the entry flags of g.
+func geometryFlags(g counting.Geometry) uint64 {
+	if g.Flat {
+		return entryFlat
+	}
+	return 0
 }
 
 // regionBytes is the room a sub-filter takes in the file: its counters

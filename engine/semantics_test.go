@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/seqno"
 )
 
@@ -391,39 +390,54 @@ func TestSequenceNumbers(t *testing.T) {
 	assert.Equal(t, uint64(3), f.Stats().DiskSeq)
 }
 
-// A process killed mid-change: its undo record puts back what it wrote.
+// A process killed mid-change: its undo record puts back what it wrote,
+// in a blocked sub-filter (one block) and in a flat one (scattered words).
 func TestOpenRecoversAChangeInFlight(t *testing.T) {
-	path := tempPath(t)
-	f, err := Create(path, Config{Capacity: 100, ErrorRate: 0.01}, bootOf(1))
-	require.NoError(t, err)
-	for i := range uint64(20) {
-		require.NoError(t, f.Add(key(i), i))
-	}
-	before := f.ContainsBatch(keysFrom(0, 5000), nil)
-	stats := f.Stats()
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		flat bool
+	}{
+		{"blocked", Config{Capacity: 100, ErrorRate: 0.01}, false},
+		{"flat", Config{Capacity: 100, ErrorRate: 0.5}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := tempPath(t)
+			f, err := Create(path, c.cfg, bootOf(1))
+			require.NoError(t, err)
+			for i := range uint64(20) {
+				require.NoError(t, f.Add(key(i), i))
+			}
+			before := f.ContainsBatch(keysFrom(0, 5000), nil)
+			stats := f.Stats()
+			sub := f.chain.SubFilters()[0]
+			require.Equal(t, c.flat, sub.Geometry.Flat)
 
-	// Start an add and die halfway through its counter writes.
-	f.mu.Lock()
-	require.NoError(t, f.beginLocked())
-	sub := f.chain.SubFilters()[0]
-	p := sub.Filter().Probe(f.hasher.Key(key(999)))
-	store{f}.Touch(sub, p.Block)
-	block := spaceOf(sub).counters[p.Block*counting.BlockBytes:][:counting.BlockBytes]
-	for i := range block[:20] {
-		block[i] = 0xff
-	}
-	f.mu.Unlock()
-	abandon(t, f)
+			// Start an add and die halfway through its counter writes.
+			f.mu.Lock()
+			require.NoError(t, f.beginLocked())
+			p := sub.Filter().Probe(f.hasher.Key(key(999)))
+			store{f}.Touch(sub, &p)
+			p.Spans(func(offset uint64, length int) {
+				written := spaceOf(sub).counters[offset:][:length]
+				for i := range written[:min(20, length)] {
+					written[i] = 0xff
+				}
+			})
+			f.mu.Unlock()
+			abandon(t, f)
 
-	g, err := Open(path, bootOf(1))
-	require.NoError(t, err)
-	defer g.Close()
-	assert.True(t, g.Stats().Recovered)
-	assert.Equal(t, before, g.ContainsBatch(keysFrom(0, 5000), nil))
-	assert.Equal(t, stats.MemSeq, g.Stats().MemSeq)
-	assert.Equal(t, stats.Count, g.Stats().Count)
-	sum, _, _ := g.chain.SubFilters()[0].Filter().Tally()
-	assert.Equal(t, uint64(20*g.chain.SubFilters()[0].Geometry.K), sum, "counters are exact again")
+			g, err := Open(path, bootOf(1))
+			require.NoError(t, err)
+			defer g.Close()
+			assert.True(t, g.Stats().Recovered)
+			assert.Equal(t, before, g.ContainsBatch(keysFrom(0, 5000), nil))
+			assert.Equal(t, stats.MemSeq, g.Stats().MemSeq)
+			assert.Equal(t, stats.Count, g.Stats().Count)
+			sum, _, _ := g.chain.SubFilters()[0].Filter().Tally()
+			assert.Equal(t, uint64(20*g.chain.SubFilters()[0].Geometry.K), sum, "counters are exact again")
+		})
+	}
 }
 
 // A machine crash with unflushed changes: never opened as clean.

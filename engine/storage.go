@@ -105,16 +105,19 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 	f.mu.change.published = true
 }
 
-// Touch saves the block and the tallies a change will write, then seals the
-// undo record: from here on the change may write.
-func (s store) Touch(sub *scaling.SubFilter, block uint64) {
+// Touch saves the counters and the tallies a change will write, then seals
+// the undo record: from here on the change may write.
+func (s store) Touch(sub *scaling.SubFilter, p *counting.Probe) {
 	f := s.f
 	if f.unjournaled {
 		return
 	}
 	sp := spaceOf(sub)
+	area := areaOfLevel(sub.Level)
 	f.journal.Begin()
-	f.journal.Save(areaOfLevel(sub.Level), block*counting.BlockBytes, sp.counters[block*counting.BlockBytes:][:counting.BlockBytes])
+	p.Spans(func(offset uint64, length int) {
+		f.journal.Save(area, offset, sp.counters[offset:][:length])
+	})
 	f.journal.Save(areaPage0, uint64(talliesOffset(sub.Level)), sp.tallies)
 	f.journal.Seal()
 	f.mu.change.sealed = true

@@ -28,8 +28,9 @@ type Storage interface {
 	// change in flight.
 	Publish(subs []*SubFilter)
 	// Touch is called before the change in flight writes the counters of
-	// block and the tallies of sub, so their prior content can be saved.
-	Touch(sub *SubFilter, block uint64)
+	// probe p (p.Spans names them) and the tallies of sub, so their prior
+	// content can be saved.
+	Touch(sub *SubFilter, p *counting.Probe)
 }
 
 // The tallies' layout. Never change these: they are part of the file format.

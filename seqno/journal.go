@@ -16,7 +16,7 @@ import (
 //	| mem seq  u64   | zero                                            |
 //	+----------------+-------+--------+---------------------------------+
 //	64               72      76       80
-//	| undo seq u64   | spans | crc32c | span 0 | span 1 | span 2        |
+//	| undo seq u64   | spans | crc32c | span 0 | span 1 | ... | span 8  |
 //	|                | u32   | u32    | 80 B each                       |
 //	+----------------+-------+--------+---------------------------------+
 //
@@ -41,8 +41,9 @@ const (
 	spanOffset    = 8
 	spanBytes     = 16
 	spanSize      = 80
-	// MaxSpans is the number of spans one change may save.
-	MaxSpans = 3
+	// MaxSpans is the number of spans one change may save: enough for the
+	// eight counter words of a flat sub-filter's change and its tallies.
+	MaxSpans = 9
 	// MaxSpanBytes is the largest span.
 	MaxSpanBytes = 64
 	// JournalSize is the size of the journal area.

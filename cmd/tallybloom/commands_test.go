@@ -276,3 +276,33 @@ func TestDemo(t *testing.T) {
 	}
 	assert.FileExists(t, filepath.Join(dir, "spam.tb"), "DIR keeps the file")
 }
+
+// A fixed filter of 100 URLs at 1%, exported frozen and in base64, fits a
+// cookie: under 200 bytes, and still at or below 1% false positives.
+func TestFrozenFixedFilterFitsACookie(t *testing.T) {
+	path := newFile(t, "--fixed", "--capacity", "100", "--error-rate", "0.01")
+	urls := make([]string, 100)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://spam-%d.example/offer", i)
+	}
+	_, errOut, code := tallybloomIn(t, strings.Join(urls, "\n"), "add", "--url", "--id", "1", path)
+	require.Equal(t, 0, code, errOut)
+	cookie := filepath.Join(t.TempDir(), "cookie")
+	_, errOut, code = tallybloom(t, "export", "--frozen", "--base64", path, cookie)
+	require.Equal(t, 0, code, errOut)
+	raw, err := os.ReadFile(cookie)
+	require.NoError(t, err)
+	t.Logf("%d bytes: %s", len(raw), raw)
+	assert.Less(t, len(raw), 200)
+
+	out, _, _ := tallybloomIn(t, strings.Join(urls, "\n"), "check", "--rollup", cookie)
+	assert.Equal(t, 100, strings.Count(out, "present\t"), "every URL added is present")
+	probes := make([]string, 200_000)
+	for i := range probes {
+		probes[i] = fmt.Sprintf("clean-%d.example.org/page", i)
+	}
+	out, _, _ = tallybloomIn(t, strings.Join(probes, "\n"), "check", cookie)
+	rate := float64(strings.Count(out, "present\t")) / float64(len(probes))
+	t.Logf("measured false-positive rate %.4f", rate)
+	assert.LessOrEqual(t, rate, 0.01)
+}
