@@ -231,7 +231,7 @@ func crashMidChange(b *testing.B, path string) {
 	}
 	sub := f.chain.SubFilters()[0]
 	p := sub.Filter().Probe(f.hasher.Key(key(42)))
-	store{f}.Touch(sub, &p)
+	store{f}.Touch(sub, p)
 	p.Spans(func(offset uint64, _ int) { spaceOf(sub).counters[offset] = 0xff })
 	f.mu.Unlock()
 	abandon(b, f)

@@ -294,21 +294,39 @@ func ReadExport(r io.Reader) (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{config: e.config, memSeq: e.memSeq, hasher: counting.NewHasher(e.config.Seed)}
-	for _, sub := range e.subs {
-		counters, err := readRegion(v, sub.Geometry.Bytes())
-		if err != nil {
-			return nil, err
+	s.subs, err = readSubFilters(v, "export", len(e.subs), func(i int) (uint64, func([]byte) (*counting.Filter, error)) {
+		sub := e.subs[i]
+		return sub.Geometry.Bytes(), func(counters []byte) (*counting.Filter, error) {
+			return counting.New(counters, sub.Geometry, uint64(sub.Level))
 		}
-		f, err := counting.New(counters, sub.Geometry, uint64(sub.Level))
-		if err != nil {
-			return nil, fmt.Errorf("%w: export: %v", ErrCorrupt, err)
-		}
-		s.subs = append([]*counting.Filter{f}, s.subs...)
-	}
-	if err := v.check("export"); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readSubFilters reads n regions in order, builds a sub-filter of each with
+// what shape(i) gives (its size and its constructor), checks the stream's
+// trailer, and returns them newest first.
+func readSubFilters[F any](v *verifying, what string, n int, shape func(i int) (uint64, func([]byte) (F, error))) ([]F, error) {
+	subs := make([]F, n)
+	for i := range n {
+		size, build := shape(i)
+		region, err := readRegion(v, size)
+		if err != nil {
+			return nil, err
+		}
+		f, err := build(region)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
+		}
+		subs[n-1-i] = f
+	}
+	if err := v.check(what); err != nil {
+		return nil, err
+	}
+	return subs, nil
 }
 
 // Contains reports whether key was probably in the exported filter.
@@ -383,18 +401,14 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 			return nil, fmt.Errorf("%w: frozen filter: sub-filter %d: %v", ErrCorrupt, i, err)
 		}
 	}
-	for _, s := range shapes {
-		bits, err := readRegion(v, counting.FrozenBytes(s.g))
-		if err != nil {
-			return nil, err
+	var err error
+	z.subs, err = readSubFilters(v, "frozen filter", n, func(i int) (uint64, func([]byte) (*counting.Frozen, error)) {
+		s := shapes[i]
+		return counting.FrozenBytes(s.g), func(bits []byte) (*counting.Frozen, error) {
+			return counting.NewFrozen(bits, s.g, uint64(s.level))
 		}
-		f, err := counting.NewFrozen(bits, s.g, uint64(s.level))
-		if err != nil {
-			return nil, fmt.Errorf("%w: frozen filter: %v", ErrCorrupt, err)
-		}
-		z.subs = append([]*counting.Frozen{f}, z.subs...)
-	}
-	if err := v.check("frozen filter"); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	return z, nil

@@ -417,7 +417,7 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 			f.mu.Lock()
 			require.NoError(t, f.beginLocked())
 			p := sub.Filter().Probe(f.hasher.Key(key(999)))
-			store{f}.Touch(sub, &p)
+			store{f}.Touch(sub, p)
 			p.Spans(func(offset uint64, length int) {
 				written := spaceOf(sub).counters[offset:][:length]
 				for i := range written[:min(20, length)] {
@@ -620,4 +620,23 @@ func TestFixedFilter(t *testing.T) {
 	assert.True(t, s.Config.Fixed, "persisted")
 	require.Len(t, s.SubFilters, 1, "never grows")
 	assert.True(t, s.SubFilters[0].Overfilled)
+}
+
+// Add, Remove and Contains allocate nothing, whether the chain grows, a
+// sub-filter overfills, or the geometry is flat.
+func TestHotPathsDoNotAllocate(t *testing.T) {
+	for _, cfg := range []Config{
+		{Capacity: 1000, ErrorRate: 0.01, Seed: 1},
+		{Capacity: 100, ErrorRate: 0.5, Fixed: true, Seed: 1}, // flat, overfilled
+	} {
+		f := newTestFilter(t, cfg)
+		keys := keysFrom(0, 4000)
+		for i, k := range keys[:2000] {
+			require.NoError(t, f.Add(k, uint64(i)))
+		}
+		i := 2000
+		assert.Zero(t, testing.AllocsPerRun(500, func() { _ = f.Add(keys[i%4000], 3000); i++ }), "Add %+v", cfg)
+		assert.Zero(t, testing.AllocsPerRun(500, func() { _ = f.Remove(keys[i%2000], uint64(i%2000)); i++ }), "Remove %+v", cfg)
+		assert.Zero(t, testing.AllocsPerRun(500, func() { f.Contains(keys[i%4000]); i++ }), "Contains %+v", cfg)
+	}
 }

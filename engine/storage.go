@@ -107,7 +107,7 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 
 // Touch saves the counters and the tallies a change will write, then seals
 // the undo record: from here on the change may write.
-func (s store) Touch(sub *scaling.SubFilter, p *counting.Probe) {
+func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	f := s.f
 	if f.unjournaled {
 		return

@@ -64,7 +64,7 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		require.NoError(t, g.beginLocked())
 		s := g.chain.SubFilters()[0]
 		p := s.Filter().Probe(counting.NewHasher(1).Key([]byte("x")))
-		store{g}.Touch(s, &p)
+		store{g}.Touch(s, p)
 		g.mu.Unlock()
 		abandon(t, g)
 		err = Verify(path)

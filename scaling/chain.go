@@ -114,7 +114,7 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 		}
 	}
 	p := sub.filter.Probe(h)
-	c.storage.Touch(sub, &p)
+	c.storage.Touch(sub, p)
 	raised := sub.filter.Increment(&p)
 	atomic.AddUint64(sub.count, 1)
 	atomic.AddUint64(sub.nonZero, uint64(raised))
@@ -138,7 +138,7 @@ func (c *Chain) Remove(h counting.Hash, id uint64) error {
 	if sub.Count() == 0 || !sub.filter.Test(&p) {
 		return ErrNotFound
 	}
-	c.storage.Touch(sub, &p)
+	c.storage.Touch(sub, p)
 	cleared, _ := sub.filter.Decrement(&p)
 	atomic.AddUint64(sub.count, ^uint64(0))
 	atomic.AddUint64(sub.nonZero, ^uint64(cleared-1))
