@@ -80,7 +80,7 @@ func demo(out, errOut io.Writer, path string) error {
 
 	step("add a week of spam reports, the report time as id (add --url --with-ids)")
 	rng := rand.New(rand.NewPCG(7, 7))
-	p := newProgress(errOut, "add", -1)
+	p := newKeyProgress(errOut, "add", days*reportsPerDay)
 	for i := range days * reportsPerDay {
 		key, err := canonicalURL(spamURL(rng, i))
 		if err != nil {
@@ -90,7 +90,7 @@ func demo(out, errOut io.Writer, path string) error {
 		if err := f.AddString(key, id); err != nil {
 			return err
 		}
-		p.keys++
+		p.advance()
 	}
 	p.summary("added %d reports", p.keys)
 	fmt.Fprintf(out, "%d sub-filters, %s of counters\n", len(f.Stats().SubFilters), bytesText(f.Stats().CounterBytes))

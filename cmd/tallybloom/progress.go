@@ -20,21 +20,40 @@ type progress struct {
 	fresh uint64
 }
 
-// newProgress tracks work of total bytes (-1 when unknown) on stderr.
+// newProgress tracks work of total bytes read (-1 when unknown) on stderr.
 func newProgress(stderr io.Writer, what string, total int64) *progress {
+	return startProgress(stderr, what, total, true)
+}
+
+// newKeyProgress tracks total keys, advanced with advance.
+func newKeyProgress(stderr io.Writer, what string, total int64) *progress {
+	return startProgress(stderr, what, total, false)
+}
+
+func startProgress(stderr io.Writer, what string, total int64, inBytes bool) *progress {
 	p := &progress{out: stderr, start: time.Now()}
 	if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
 		p.bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(what),
-			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowBytes(inBytes),
 			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("keys"),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
 	}
 	return p
+}
+
+// advance counts one key done, for a key progress.
+func (p *progress) advance() {
+	p.keys++
+	if p.bar != nil {
+		_ = p.bar.Add(1)
+	}
 }
 
 // reader counts what r reads into the bar.

@@ -31,21 +31,36 @@ func TestProgressBarOnATerminal(t *testing.T) {
 	require.NoError(t, err)
 	defer in.Close()
 
-	terminal, tty, err := pty.Open()
-	require.NoError(t, err)
-	defer terminal.Close()
 	cmd := exec.Command(binary, "add", path, "--id", "1")
-	cmd.Stdin, cmd.Stderr = in, tty
-	require.NoError(t, cmd.Start())
-	tty.Close()
-	var screen bytes.Buffer
-	_, _ = io.Copy(&screen, terminal) // until the command exits and the pty closes
-	require.NoError(t, cmd.Wait())
-
-	out := screen.String()
+	cmd.Stdin = in
+	out := onTerminal(t, cmd)
 	assert.Contains(t, out, "add", "the bar is described")
 	assert.Contains(t, out, "%", "the bar shows how far it is")
 	assert.Regexp(t, `\d+(\.\d+)? ?[kMG]?B/s`, out, "and the rate")
 	assert.Regexp(t, `\[\d+s:\d+s\]`, out, "and the time spent and left")
 	assert.True(t, strings.Contains(out, "added 1500000 keys"), "then the summary: %q", out[max(0, len(out)-200):])
+}
+
+// The demo's bar counts keys toward a known total.
+func TestDemoProgressOnATerminal(t *testing.T) {
+	out := onTerminal(t, exec.Command(binary, "demo", t.TempDir()))
+	assert.Contains(t, out, "/280000", "the count toward the total")
+	assert.Contains(t, out, "keys/s", "the rate")
+	assert.Regexp(t, `\[\d+s:\d+s\]`, out, "the time spent and left")
+}
+
+// onTerminal runs cmd with its standard error on a pseudo-terminal and
+// returns what the terminal showed.
+func onTerminal(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	terminal, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer terminal.Close()
+	cmd.Stderr = tty
+	require.NoError(t, cmd.Start())
+	tty.Close()
+	var screen bytes.Buffer
+	_, _ = io.Copy(&screen, terminal) // until the command exits and the pty closes
+	require.NoError(t, cmd.Wait())
+	return screen.String()
 }
