@@ -1,0 +1,337 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+var sizesFlag = flag.String("sizes", "ci", `filter sizes: "ci" (tiny), "short" or "full"`)
+
+// size is one filter size: its label, the capacity it is built for and the
+// keys added before measuring.
+type size struct {
+	label          string
+	capacity, fill uint64
+}
+
+func sizes(b *testing.B) []size {
+	switch *sizesFlag {
+	case "ci":
+		return []size{{"1M", 20_000, 20_000}, {"64M", 100_000, 100_000}}
+	case "short":
+		return []size{{"1M", 1_000_000, 1_000_000}, {"64M", 64_000_000, 8_000_000}}
+	case "full":
+		return []size{{"1M", 1_000_000, 1_000_000}, {"64M", 64_000_000, 64_000_000}}
+	}
+	b.Fatalf("unknown -sizes %q", *sizesFlag)
+	return nil
+}
+
+const probeKeys = 1 << 16 // keys cycled through while timing
+
+// filled caches filled subjects across benchmarks: building a 64M filter
+// takes seconds.
+var filled = struct {
+	sync.Mutex
+	subjects map[string]Subject
+	members  map[uint64][][]byte
+	dir      string
+}{subjects: map[string]Subject{}, members: map[uint64][][]byte{}}
+
+// members are the first n member keys.
+func members(n uint64) [][]byte {
+	filled.Lock()
+	defer filled.Unlock()
+	if keys, ok := filled.members[n]; ok {
+		return keys
+	}
+	keys := Keys(int(n), 1)
+	filled.members[n] = keys
+	return keys
+}
+
+// filledSubject is lib built for s.capacity holding s.fill member keys.
+func filledSubject(b *testing.B, lib string, s size) Subject {
+	b.Helper()
+	keys := members(s.fill)
+	filled.Lock()
+	defer filled.Unlock()
+	name := lib + "/" + s.label
+	if subject, ok := filled.subjects[name]; ok {
+		return subject
+	}
+	subject := newSubject(b, lib, s.capacity)
+	for _, k := range keys {
+		subject.Add(k)
+	}
+	filled.subjects[name] = subject
+	return subject
+}
+
+func newSubject(b *testing.B, lib string, capacity uint64) Subject {
+	b.Helper()
+	if filled.dir == "" {
+		dir, err := os.MkdirTemp("", "tallybloom-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		filled.dir = dir
+	}
+	subject, err := NewSubject(lib, capacity, filled.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return subject
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, s := range filled.subjects {
+		if t, ok := s.(*tally); ok {
+			t.Close()
+		}
+	}
+	if filled.dir != "" {
+		os.RemoveAll(filled.dir)
+	}
+	os.Exit(code)
+}
+
+// every spreads n keys over keys, so lookups land all over the filter.
+func every(keys [][]byte, n int) [][]byte {
+	out := make([][]byte, 0, n)
+	for i := range n {
+		out = append(out, keys[i*len(keys)/n])
+	}
+	return out
+}
+
+// BenchmarkContains looks up members and non-members, and reports each
+// filter's bytes per key and measured false-positive rate.
+func BenchmarkContains(b *testing.B) {
+	nonMembers := Keys(probeKeys, 2)
+	for _, s := range sizes(b) {
+		for _, lib := range Libraries {
+			for _, kind := range []string{"member", "non-member"} {
+				b.Run(fmt.Sprintf("%s/%s/%s", s.label, lib, kind), func(b *testing.B) {
+					subject := filledSubject(b, lib, s)
+					keys := nonMembers
+					if kind == "member" {
+						keys = every(members(s.fill), min(probeKeys, int(s.fill)))
+					}
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						subject.Contains(keys[i%len(keys)])
+						i++
+					}
+					b.ReportMetric(float64(subject.Bytes())*8/float64(s.capacity), "bits/key")
+					b.ReportMetric(FalsePositiveRate(subject, nonMembers), "fpr")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkAdd adds keys to a filter built for the size.
+func BenchmarkAdd(b *testing.B) {
+	keys := Keys(probeKeys, 3)
+	for _, s := range sizes(b) {
+		for _, lib := range Libraries {
+			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
+				subject := newSubject(b, lib, s.capacity)
+				if t, ok := subject.(*tally); ok {
+					defer t.Close()
+				}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					subject.Add(keys[i%len(keys)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRemove removes keys added before the timing, for the filters that
+// can remove.
+func BenchmarkRemove(b *testing.B) {
+	s := sizes(b)[0]
+	for _, lib := range []string{Tallybloom, BoomCounting} {
+		b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
+			subject := newSubject(b, lib, max(s.capacity, uint64(b.N))).(Remover)
+			if t, ok := subject.(*tally); ok {
+				defer t.Close()
+			}
+			keys := Keys(b.N, 4)
+			for _, k := range keys {
+				subject.Add(k)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if !subject.Remove(keys[i]) {
+					b.Fatal("a key added was not removed")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTestAndAdd is the deduplicator's step: half the keys are seen.
+func BenchmarkTestAndAdd(b *testing.B) {
+	s := sizes(b)[0]
+	keys := Keys(probeKeys, 5)
+	b.Run(s.label+"/"+Tallybloom, func(b *testing.B) {
+		f := newSubject(b, Tallybloom, s.capacity).(*tally)
+		defer f.Close()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			_, _ = f.f.TestAndAdd(keys[i%len(keys)], 1)
+			i++
+		}
+	})
+	b.Run(s.label+"/"+BoomCounting, func(b *testing.B) {
+		f := newSubject(b, BoomCounting, s.capacity).(*boomCounting)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			f.f.TestAndAdd(keys[i%len(keys)])
+			i++
+		}
+	})
+	b.Run(s.label+"/"+BitsAndBlooms, func(b *testing.B) {
+		f := newSubject(b, BitsAndBlooms, s.capacity).(*bnb)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			f.f.TestAndAdd(keys[i%len(keys)])
+			i++
+		}
+	})
+}
+
+// BenchmarkChain looks up non-members in chains of 1, 5 and 10 full
+// sub-filters: the cost of scaling.
+func BenchmarkChain(b *testing.B) {
+	perSub := sizes(b)[0].capacity / 10
+	nonMembers := Keys(probeKeys, 6)
+	for _, subs := range []int{1, 5, 10} {
+		for _, lib := range []string{Tallybloom, BoomScalable} {
+			b.Run(fmt.Sprintf("subs=%d/%s", subs, lib), func(b *testing.B) {
+				var subject Subject
+				if lib == Tallybloom {
+					f, err := engine.Create(filepath.Join(b.TempDir(), "chain.tb"), engine.Config{Capacity: perSub, ErrorRate: ErrorRate, Growth: 1, Seed: 1}, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer f.Close()
+					for id := uint64(0); len(f.Stats().SubFilters) < subs || f.Stats().Count < uint64(subs)*perSub; id++ {
+						_ = f.Add(Keys(1, 100+id)[0], id)
+					}
+					subject = &tally{f: f}
+				} else {
+					// BoomFilters grows by its own rule: add until it has
+					// the sub-filters asked for.
+					boomSub := newSubject(b, BoomScalable, perSub).(*boomScalable)
+					for id := uint64(0); boomFilters(boomSub) < subs; id++ {
+						boomSub.Add(Keys(1, 100+id)[0])
+					}
+					subject = boomSub
+				}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					subject.Contains(nonMembers[i%len(nonMembers)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkContainsBatch compares a batch of 1024 lookups with single calls
+// on the largest filter.
+func BenchmarkContainsBatch(b *testing.B) {
+	s := sizes(b)[len(sizes(b))-1]
+	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
+	f := filledSubject(b, Tallybloom, s).(*tally)
+	b.Run(s.label+"/single", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			for range 1024 {
+				f.f.Contains(keys[i%len(keys)])
+				i++
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
+	})
+	b.Run(s.label+"/batch", func(b *testing.B) {
+		out := make([]bool, 0, 1024)
+		i := 0
+		for b.Loop() {
+			start := (i * 1024) % (len(keys) - 1024)
+			out = f.f.ContainsBatch(keys[start:start+1024], out)
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
+	})
+}
+
+// BenchmarkContainsParallel runs lookups from one core and from all.
+func BenchmarkContainsParallel(b *testing.B) {
+	s := sizes(b)[0]
+	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
+	for _, lib := range []string{Tallybloom, BitsAndBlooms} {
+		for _, procs := range []int{1, runtime.NumCPU()} {
+			b.Run(fmt.Sprintf("%s/%s/procs=%d", s.label, lib, procs), func(b *testing.B) {
+				subject := filledSubject(b, lib, s)
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						subject.Contains(keys[i%len(keys)])
+						i++
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkOpen opens tallybloom files of 1 MiB and 4 GiB of counters.
+func BenchmarkOpen(b *testing.B) {
+	for _, c := range []struct {
+		label    string
+		capacity uint64
+	}{{"1MiB", 110_000}, {"4GiB", 460_000_000}} {
+		b.Run(c.label, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "open.tb")
+			f, err := engine.Create(path, engine.Config{Capacity: c.capacity, ErrorRate: ErrorRate, Growth: 1, Seed: 1}, nil)
+			if err != nil {
+				b.Skipf("no room for %s: %v", c.label, err)
+			}
+			if err := f.Close(); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				g, err := engine.Open(path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := g.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,13 @@
+// Package bench measures tallybloom against the filters a user would pick
+// instead, side by side in one run: bits-and-blooms/bloom (the default Go
+// Bloom filter), BoomFilters' counting and scalable filters, and blobloom
+// (a blocked filter, the physical limit of one cache line per lookup).
+//
+// It is a module of its own so that the peers never enter tallybloom's
+// go.mod. The benchmarks are in bench_test.go; cmd/report runs them and
+// writes RESULTS.md.
+//
+// Sizes come from the -sizes flag: "ci" (tiny, to see nothing is broken),
+// "short" (1M, and 64M-key filters filled with 8M keys: under five minutes
+// on two cores) or "full" (1M and 64M, filled).
+package bench

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/cespare/xxhash/v2"
+	"github.com/greatroar/blobloom"
+	boom "github.com/tylertreat/BoomFilters"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// ErrorRate is the rate every filter is configured for.
+const ErrorRate = 0.01
+
+// Subject is a filter under measurement.
+type Subject interface {
+	Add(key []byte)
+	Contains(key []byte) bool
+	// Bytes is the memory (or file) the filter's bits or counters take.
+	Bytes() uint64
+}
+
+// Remover is a Subject that can remove keys.
+type Remover interface {
+	Subject
+	Remove(key []byte) bool
+}
+
+// Library names, as the report shows them.
+const (
+	Tallybloom    = "tallybloom"
+	BitsAndBlooms = "bits-and-blooms"
+	BoomCounting  = "boom-counting"
+	BoomScalable  = "boom-scalable"
+	Blobloom      = "blobloom"
+)
+
+// Libraries are the subjects measured at each size, tallybloom first.
+var Libraries = []string{Tallybloom, BitsAndBlooms, BoomCounting, BoomScalable, Blobloom}
+
+// NewSubject makes an empty filter of lib for n keys at ErrorRate; dir holds
+// tallybloom's file.
+func NewSubject(lib string, n uint64, dir string) (Subject, error) {
+	switch lib {
+	case Tallybloom:
+		f, err := engine.Create(filepath.Join(dir, fmt.Sprintf("bench-%d.tb", rand.Uint64())), engine.Config{Capacity: n, ErrorRate: ErrorRate, Seed: 1}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &tally{f: f}, nil
+	case BitsAndBlooms:
+		return &bnb{f: bloom.NewWithEstimates(uint(n), ErrorRate)}, nil
+	case BoomCounting:
+		return &boomCounting{f: boom.NewCountingBloomFilter(uint(n), 4, ErrorRate)}, nil
+	case BoomScalable:
+		return &boomScalable{f: boom.NewScalableBloomFilter(uint(n), ErrorRate, 0.9)}, nil
+	case Blobloom:
+		return &blob{f: blobloom.NewOptimized(blobloom.Config{Capacity: n, FPRate: ErrorRate})}, nil
+	}
+	return nil, fmt.Errorf("bench: unknown library %q", lib)
+}
+
+// tally is tallybloom: a file-backed, counting, scalable filter.
+type tally struct {
+	f  *engine.Filter
+	id uint64
+}
+
+func (t *tally) Add(key []byte)           { t.id++; _ = t.f.Add(key, 1) }
+func (t *tally) Contains(key []byte) bool { return t.f.Contains(key) }
+func (t *tally) Remove(key []byte) bool   { return t.f.Remove(key, 1) == nil }
+func (t *tally) Bytes() uint64            { return t.f.Stats().CounterBytes }
+
+// Close removes tallybloom's file.
+func (t *tally) Close() error {
+	err := t.f.Close()
+	_ = os.Remove(t.f.Path())
+	return err
+}
+
+type bnb struct{ f *bloom.BloomFilter }
+
+func (b *bnb) Add(key []byte)           { b.f.Add(key) }
+func (b *bnb) Contains(key []byte) bool { return b.f.Test(key) }
+func (b *bnb) Bytes() uint64            { return uint64(b.f.Cap()) / 8 }
+
+type boomCounting struct{ f *boom.CountingBloomFilter }
+
+func (b *boomCounting) Add(key []byte)           { b.f.Add(key) }
+func (b *boomCounting) Contains(key []byte) bool { return b.f.Test(key) }
+func (b *boomCounting) Remove(key []byte) bool   { return b.f.TestAndRemove(key) }
+func (b *boomCounting) Bytes() uint64            { return uint64(b.f.Capacity()) * 4 / 8 }
+
+type boomScalable struct{ f *boom.ScalableBloomFilter }
+
+func (b *boomScalable) Add(key []byte)           { b.f.Add(key) }
+func (b *boomScalable) Contains(key []byte) bool { return b.f.Test(key) }
+func (b *boomScalable) Bytes() uint64            { return uint64(b.f.Capacity()) / 8 }
+
+// blob is blobloom with xxhash, as its documentation pairs them.
+type blob struct{ f *blobloom.Filter }
+
+func (b *blob) Add(key []byte)           { b.f.Add(xxhash.Sum64(key)) }
+func (b *blob) Contains(key []byte) bool { return b.f.Has(xxhash.Sum64(key)) }
+func (b *blob) Bytes() uint64            { return b.f.NumBits() / 8 }
+
+// Keys are n generated keys of 16 to 64 bytes, the same for every run; set
+// picks disjoint sets (members, non-members).
+func Keys(n int, set uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(set, 0x7a11b100))
+	keys := make([][]byte, n)
+	for i := range keys {
+		k := make([]byte, 16+rng.IntN(49))
+		binary.LittleEndian.PutUint64(k, set)
+		binary.LittleEndian.PutUint64(k[8:], uint64(i))
+		for j := 16; j < len(k); j++ {
+			k[j] = byte('a' + rng.IntN(26))
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// FalsePositiveRate probes s with keys never added.
+func FalsePositiveRate(s Subject, probes [][]byte) float64 {
+	hits := 0
+	for _, k := range probes {
+		if s.Contains(k) {
+			hits++
+		}
+	}
+	return float64(hits) / float64(len(probes))
+}
+
+// boomFilters is the number of sub-filters of a BoomFilters scalable
+// filter. It has no accessor; reflection reads the length of its unexported
+// slice.
+func boomFilters(b *boomScalable) int {
+	return reflect.ValueOf(b.f).Elem().FieldByName("filters").Len()
+}
