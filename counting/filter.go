@@ -79,14 +79,31 @@ func (f *Filter) Contains(h Hash) bool {
 		return true
 	}
 	words := f.blockWords(f.block(h))
+	// The first counter is tested inline: for a key never added it is
+	// usually the only one tested.
 	s := f.slots(h)
-	for range f.geometry.K {
+	c := s.first()
+	if atomic.LoadUint64(&words[c>>4])>>nibbleShift(c)&MaxCounter == 0 {
+		return false
+	}
+	for range f.geometry.K - 1 {
 		c := s.next()
 		if atomic.LoadUint64(&words[c>>4])>>nibbleShift(c)&MaxCounter == 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// Warm loads one word of the key's block, so that its cache line is on its
+// way before Contains needs it: a caller that warms several blocks first
+// lets their cache misses overlap instead of queueing. It returns the word
+// it loaded, which callers may ignore.
+func (f *Filter) Warm(h Hash) uint64 {
+	if f.geometry.Flat {
+		return 0 // at most 512 bytes: warm after the first lookup anyway
+	}
+	return atomic.LoadUint64(&f.words[f.block(h)*wordsPerBlock])
 }
 
 // Probe is the located counters of one key: up to eight counter words and,
@@ -252,6 +269,17 @@ type slotStream struct {
 	bits  uint64
 	left  int
 	taken [2]uint64
+}
+
+// first yields the stream's first counter. No counter is taken yet, so it
+// needs no loop, and it inlines.
+func (s *slotStream) first() uint {
+	s.state += 0x9e3779b97f4a7c15
+	s.bits, s.left = mix(s.state), 64/7-1
+	c := uint(s.bits & (CountersPerBlock - 1))
+	s.bits >>= 7
+	s.taken[c>>6] |= 1 << (c & 63)
+	return c
 }
 
 func (s *slotStream) next() uint {

@@ -23,14 +23,26 @@ func (f *Filter) contains(h counting.Hash) bool {
 }
 
 // ContainsBatch reports Contains for every key, appending to out[:0] and
-// returning it; pass the previous result to reuse its room.
+// returning it; pass the previous result to reuse its room. It hashes keys
+// a group at a time and starts every block's cache miss in the group before
+// testing any, so on a filter larger than the cache the misses overlap.
 func (f *Filter) ContainsBatch(keys [][]byte, out []bool) []bool {
 	out = out[:0]
 	if !f.current() {
 		return append(out, make([]bool, len(keys))...)
 	}
-	for _, key := range keys {
-		out = append(out, f.chain.Contains(f.hasher.Key(key)))
+	const group = 16
+	var hashes [group]counting.Hash
+	for len(keys) > 0 {
+		n := min(group, len(keys))
+		for i, key := range keys[:n] {
+			hashes[i] = f.hasher.Key(key)
+			f.chain.Warm(hashes[i])
+		}
+		for _, h := range hashes[:n] {
+			out = append(out, f.chain.ContainsWarmed(h))
+		}
+		keys = keys[n:]
 	}
 	return out
 }

@@ -83,8 +83,20 @@ func (c *Chain) Params() Params { return c.params }
 // slice must not be modified.
 func (c *Chain) SubFilters() []*SubFilter { return *c.current.Load() }
 
-// Contains reports whether any sub-filter holds the key, newest first.
+// Contains reports whether any sub-filter holds the key, newest first. With
+// several sub-filters it first loads a word of the key's block in each, so
+// their cache misses overlap: a key in none of them costs about one miss,
+// not one per sub-filter.
 func (c *Chain) Contains(h counting.Hash) bool {
+	if len(*c.current.Load()) > 1 {
+		c.Warm(h)
+	}
+	return c.ContainsWarmed(h)
+}
+
+// ContainsWarmed is Contains without warming first: for a caller that has
+// just called Warm(h).
+func (c *Chain) ContainsWarmed(h counting.Hash) bool {
 	subs := c.current.Load()
 	found := false
 	for i := len(*subs) - 1; i >= 0; i-- {
@@ -97,6 +109,16 @@ func (c *Chain) Contains(h counting.Hash) bool {
 	// until no reader uses them.
 	runtime.KeepAlive(subs)
 	return found
+}
+
+// Warm loads a word of the key's block in every sub-filter, so a batch can
+// start the cache misses of several keys before testing any.
+func (c *Chain) Warm(h counting.Hash) {
+	subs := c.current.Load()
+	for _, s := range *subs {
+		s.filter.Warm(h)
+	}
+	runtime.KeepAlive(subs)
 }
 
 // Add adds the key to the sub-filter that owns id, opening a new sub-filter
