@@ -53,6 +53,7 @@ func (f *Filter) commitLocked() error {
 		f.seenDirSeq.Store(gen)
 	}
 	checkInvariants(f)
+	f.publishLocked(&c)
 	var errs []error
 	for _, sub := range c.dropped {
 		sp := spaceOf(sub)

@@ -52,15 +52,22 @@ type Filter struct {
 		// retired are mappings of sub-filters that left the chain, unmapped
 		// when unreachable or at Close, whichever comes first.
 		retired []*mmapfile.Region
+		// onCommit is the change feed's subscriber (OnCommit); event and
+		// eventTallies are reused for every call.
+		onCommit     func(*Change)
+		event        Change
+		eventTallies Tallies
 	}
 }
 
 // change is what the change in flight did besides counter writes.
 type change struct {
-	sealed    bool                 // an undo record is sealed
-	published bool                 // a directory was written to the other slot
-	dropped   []*scaling.SubFilter // sub-filters to give back after the commit
-	allocated []*space             // room taken by this change, not yet in the chain
+	sealed    bool                           // an undo record is sealed
+	published bool                           // a directory was written to the other slot
+	dropped   []*scaling.SubFilter           // sub-filters to give back after the commit
+	allocated []*space                       // room taken by this change, not yet in the chain
+	touched   [counting.MaxFlatK]touchedSpan // counters it writes, for the change feed
+	touchedN  int
 }
 
 // Create makes a new filter file at path. It fails with ErrExists if path

@@ -109,6 +109,9 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 // the undo record: from here on the change may write.
 func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	f := s.f
+	if f.mu.onCommit != nil {
+		p.Spans(func(offset uint64, length int) { f.touchedLocked(sub, offset, length) })
+	}
 	if f.unjournaled {
 		return
 	}
