@@ -77,6 +77,14 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
+// flags are the persisted flag bits of c, in the superblock and the export.
+func (c Config) flags() uint32 {
+	if c.Fixed {
+		return flagFixed
+	}
+	return 0
+}
+
 func (c Config) params() scaling.Params {
 	return scaling.Params{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth, Fixed: c.Fixed}
 }

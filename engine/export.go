@@ -55,22 +55,17 @@ const (
 // tallies and counters, without page padding, with a checksum. Import makes
 // a file of it; ReadExport loads it in memory.
 func (f *Filter) Export(w io.Writer) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed.Load() {
-		return ErrClosed
-	}
-	subs := f.chain.SubFilters()
-	out := newChecksummed(w)
+	return f.exporting(w, func(subs []*scaling.SubFilter, out *checksummed) {
+		f.writeExportLocked(subs, out)
+	})
+}
+
+func (f *Filter) writeExportLocked(subs []*scaling.SubFilter, out *checksummed) {
 	le := binary.LittleEndian
 	b := make([]byte, exportHeader, exportHeader+exportSub*len(subs))
 	copy(b, ExportMagic)
 	le.PutUint32(b[8:], ExportVersion)
-	var flags uint32
-	if f.config.Fixed {
-		flags |= flagFixed
-	}
-	le.PutUint32(b[12:], flags)
+	le.PutUint32(b[12:], f.config.flags())
 	for i, v := range []uint64{f.config.Seed, f.config.Capacity, math.Float64bits(f.config.ErrorRate),
 		math.Float64bits(f.config.Tightening), math.Float64bits(f.config.Growth), f.journal.MemSeq()} {
 		le.PutUint64(b[16+8*i:], v)
@@ -87,6 +82,18 @@ func (f *Filter) Export(w io.Writer) error {
 	for _, sub := range subs {
 		out.Write(spaceOf(sub).counters)
 	}
+}
+
+// exporting runs write over the sub-filters with the lock held, through a
+// checksummed writer, and finishes the stream.
+func (f *Filter) exporting(w io.Writer, write func([]*scaling.SubFilter, *checksummed)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	out := newChecksummed(w)
+	write(f.chain.SubFilters(), out)
 	return out.finish()
 }
 
@@ -94,13 +101,12 @@ func (f *Filter) Export(w io.Writer) error {
 // that ReadFrozen loads. It answers Contains as the filter does now, cannot
 // change, and takes a quarter of the counters' size.
 func (f *Filter) ExportFrozen(w io.Writer) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed.Load() {
-		return ErrClosed
-	}
-	subs := f.chain.SubFilters()
-	out := newChecksummed(w)
+	return f.exporting(w, func(subs []*scaling.SubFilter, out *checksummed) {
+		f.writeFrozenLocked(subs, out)
+	})
+}
+
+func (f *Filter) writeFrozenLocked(subs []*scaling.SubFilter, out *checksummed) {
 	b := append([]byte(FrozenMagic), FrozenVersion)
 	b = binary.LittleEndian.AppendUint64(b, f.config.Seed)
 	b = append(b, byte(len(subs)))
@@ -118,7 +124,6 @@ func (f *Filter) ExportFrozen(w io.Writer) error {
 		sub.Filter().Freeze(bits)
 		out.Write(bits)
 	}
-	return out.finish()
 }
 
 // checksummed writes through a CRC-32C and keeps the first error.

@@ -137,11 +137,7 @@ func encodeSuperblock(b []byte, c Config) {
 	le.PutUint64(b[sbTightening:], math.Float64bits(c.Tightening))
 	le.PutUint64(b[sbGrowth:], math.Float64bits(c.Growth))
 	le.PutUint32(b[sbMaxSubs:], scaling.MaxSubFilters)
-	var flags uint32
-	if c.Fixed {
-		flags |= flagFixed
-	}
-	le.PutUint32(b[sbFlags:], flags)
+	le.PutUint32(b[sbFlags:], c.flags())
 	le.PutUint32(b[sbCRC:], crc32.Checksum(b[:sbCRC], castagnoli))
 }
 
