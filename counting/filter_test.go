@@ -313,3 +313,25 @@ func TestFlatRateIsExact(t *testing.T) {
 	assert.InDelta(t, 1.0/6, flatFalsePositiveRate(1, 4, 2), 1e-12)
 	assert.InDelta(t, 0, flatFalsePositiveRate(0, 128, 3), 1e-12)
 }
+
+func TestShapeAnswersAsTheFilter(t *testing.T) {
+	for _, n := range []uint64{100, 20_000} { // flat and blocked
+		g, err := Plan(n, 0.01)
+		require.NoError(t, err)
+		f, region := newTestFilter(t, g)
+		h := NewHasher(2)
+		for i := range int(n) {
+			p := f.Probe(h.Key(key(i)))
+			f.Increment(&p)
+		}
+		s, err := NewShape(g, 42)
+		require.NoError(t, err)
+		for i := range 30_000 {
+			hk := h.Key(key(i))
+			off, length := s.Locate(hk)
+			require.Equal(t, f.Contains(hk), s.Test(hk, region[off:off+length]), "key %d, flat %v", i, g.Flat)
+		}
+		off, _ := s.Locate(h.Key(key(0)))
+		assert.False(t, s.Test(h.Key(key(0)), region[off:off+3]), "missing bytes read as zeros")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/scaling"
@@ -56,31 +57,36 @@ const (
 // a file of it; ReadExport loads it in memory.
 func (f *Filter) Export(w io.Writer) error {
 	return f.exporting(w, func(subs []*scaling.SubFilter, out *checksummed) {
-		f.writeExportLocked(subs, out)
+		info := make([]SubFilterStats, len(subs))
+		for i, sub := range subs {
+			info[i] = subFilterStats(f.config.params(), sub)
+		}
+		writeExport(out, f.config, f.journal.MemSeq(), info, func(i int) []byte { return spaceOf(subs[i]).counters })
 	})
 }
 
-func (f *Filter) writeExportLocked(subs []*scaling.SubFilter, out *checksummed) {
+// writeExport writes the export stream of a filter given in parts.
+func writeExport(out *checksummed, cfg Config, memSeq uint64, subs []SubFilterStats, counters func(i int) []byte) {
 	le := binary.LittleEndian
 	b := make([]byte, exportHeader, exportHeader+exportSub*len(subs))
 	copy(b, ExportMagic)
 	le.PutUint32(b[8:], ExportVersion)
-	le.PutUint32(b[12:], f.config.flags())
-	for i, v := range []uint64{f.config.Seed, f.config.Capacity, math.Float64bits(f.config.ErrorRate),
-		math.Float64bits(f.config.Tightening), math.Float64bits(f.config.Growth), f.journal.MemSeq()} {
+	le.PutUint32(b[12:], cfg.flags())
+	for i, v := range []uint64{cfg.Seed, cfg.Capacity, math.Float64bits(cfg.ErrorRate),
+		math.Float64bits(cfg.Tightening), math.Float64bits(cfg.Growth), memSeq} {
 		le.PutUint64(b[16+8*i:], v)
 	}
 	le.PutUint32(b[64:], uint32(len(subs)))
 	for _, sub := range subs {
 		b = le.AppendUint32(b, uint32(sub.Level))
-		b = le.AppendUint32(b, uint32(sub.Geometry.K))
-		for _, v := range []uint64{sub.FirstID, sub.Capacity, sub.Geometry.Blocks, sub.Count(), sub.MaxID(), sub.NonZero(), geometryFlags(sub.Geometry)} {
+		b = le.AppendUint32(b, uint32(sub.K))
+		for _, v := range []uint64{sub.FirstID, sub.Capacity, sub.Blocks, sub.Count, sub.MaxID, sub.NonZero, geometryFlags(sub.geometry())} {
 			b = le.AppendUint64(b, v)
 		}
 	}
 	out.Write(b)
-	for _, sub := range subs {
-		out.Write(spaceOf(sub).counters)
+	for i := range subs {
+		out.Write(counters(i))
 	}
 }
 
@@ -282,13 +288,65 @@ func copyToFile(f *Filter, r io.Reader, offset, size uint64) error {
 	return nil
 }
 
-// Snapshot is a filter loaded in memory from an export: read-only, with no
-// file behind it. It is safe for concurrent use.
+// Snapshot is a filter in memory: loaded from an export, copied from an
+// open filter, or put together from parts kept elsewhere (NewSnapshot). It
+// is read-only, with no file behind it, and safe for concurrent use.
 type Snapshot struct {
-	config Config
-	memSeq uint64
-	hasher counting.Hasher
-	subs   []*counting.Filter // newest first
+	config   Config
+	memSeq   uint64
+	hasher   counting.Hasher
+	info     []SubFilterStats   // oldest first
+	counters [][]byte           // oldest first
+	filters  []*counting.Filter // newest first, over counters
+}
+
+// NewSnapshot puts a filter together from its parts: parameters, the
+// sequence of its last change, its sub-filters oldest first (level, first
+// id, capacity, geometry and tallies; the rest is ignored) and their
+// counters. Parts from an untrusted source are checked: a mismatch is
+// ErrCorrupt.
+func NewSnapshot(cfg Config, memSeq uint64, subs []SubFilterStats, counters [][]byte) (*Snapshot, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if len(subs) == 0 || len(subs) > scaling.MaxSubFilters || len(subs) != len(counters) {
+		return nil, fmt.Errorf("%w: %d sub-filters with %d counter regions", ErrCorrupt, len(subs), len(counters))
+	}
+	s := &Snapshot{config: cfg, memSeq: memSeq, hasher: counting.NewHasher(cfg.Seed), counters: counters}
+	params := cfg.params()
+	for i, sub := range subs {
+		if i > 0 && sub.FirstID <= subs[i-1].FirstID || sub.Level < 0 || sub.Level >= scaling.MaxSubFilters {
+			return nil, fmt.Errorf("%w: sub-filter %d: level %d, first id %d", ErrCorrupt, i, sub.Level, sub.FirstID)
+		}
+		f, err := counting.New(counters[i], sub.geometry(), uint64(sub.Level))
+		if err != nil {
+			return nil, fmt.Errorf("%w: sub-filter %d: %v", ErrCorrupt, i, err)
+		}
+		s.filters = append([]*counting.Filter{f}, s.filters...)
+		sub.ErrorRate = params.LevelErrorRate(sub.Level)
+		sub.Bytes = sub.geometry().Bytes()
+		sub.Overfilled = sub.Count > sub.Capacity
+		s.info = append(s.info, sub)
+	}
+	return s, nil
+}
+
+// Snapshot copies the filter into memory, consistent at one sequence: it
+// holds the filter's lock while it copies the counters.
+func (f *Filter) Snapshot() (*Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return nil, ErrClosed
+	}
+	subs := f.chain.SubFilters()
+	info := make([]SubFilterStats, len(subs))
+	counters := make([][]byte, len(subs))
+	for i, sub := range subs {
+		info[i] = subFilterStats(f.config.params(), sub)
+		counters[i] = append(make([]byte, 0, len(spaceOf(sub).counters)), spaceOf(sub).counters...)
+	}
+	return NewSnapshot(f.config, f.journal.MemSeq(), info, counters)
 }
 
 // ReadExport loads an Export stream in memory.
@@ -298,17 +356,18 @@ func ReadExport(r io.Reader) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{config: e.config, memSeq: e.memSeq, hasher: counting.NewHasher(e.config.Seed)}
-	s.subs, err = readSubFilters(v, "export", len(e.subs), func(i int) (uint64, func([]byte) (*counting.Filter, error)) {
+	info := make([]SubFilterStats, len(e.subs))
+	counters, err := readSubFilters(v, "export", len(e.subs), func(i int) (uint64, func([]byte) ([]byte, error)) {
 		sub := e.subs[i]
-		return sub.Geometry.Bytes(), func(counters []byte) (*counting.Filter, error) {
-			return counting.New(counters, sub.Geometry, uint64(sub.Level))
-		}
+		info[i] = SubFilterStats{Level: sub.Level, FirstID: sub.FirstID, MaxID: sub.maxID, Capacity: sub.Capacity,
+			Count: sub.count, NonZero: sub.nonZero, K: sub.Geometry.K, Blocks: sub.Geometry.Blocks, Flat: sub.Geometry.Flat}
+		return sub.Geometry.Bytes(), func(counters []byte) ([]byte, error) { return counters, nil }
 	})
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	slices.Reverse(counters) // readSubFilters returns newest first
+	return NewSnapshot(e.config, e.memSeq, info, counters)
 }
 
 // readSubFilters reads n regions in order, builds a sub-filter of each with
@@ -334,13 +393,20 @@ func readSubFilters[F any](v *verifying, what string, n int, shape func(i int) (
 	return subs, nil
 }
 
-// Contains reports whether key was probably in the exported filter.
+// Export writes the snapshot as Filter.Export would have.
+func (s *Snapshot) Export(w io.Writer) error {
+	out := newChecksummed(w)
+	writeExport(out, s.config, s.memSeq, s.info, func(i int) []byte { return s.counters[i] })
+	return out.finish()
+}
+
+// Contains reports whether key was probably in the filter.
 func (s *Snapshot) Contains(key []byte) bool { return s.contains(s.hasher.Key(key)) }
 
 // ContainsString is Contains for a string key.
 func (s *Snapshot) ContainsString(key string) bool { return s.contains(s.hasher.String(key)) }
 
-func (s *Snapshot) contains(h counting.Hash) bool { return anyContains(s.subs, h) }
+func (s *Snapshot) contains(h counting.Hash) bool { return anyContains(s.filters, h) }
 
 // anyContains reports whether any of subs holds the key.
 func anyContains[F interface{ Contains(counting.Hash) bool }](subs []F, h counting.Hash) bool {
@@ -352,11 +418,18 @@ func anyContains[F interface{ Contains(counting.Hash) bool }](subs []F, h counti
 	return false
 }
 
-// Config is the exported filter's parameters.
+// Config is the filter's parameters.
 func (s *Snapshot) Config() Config { return s.config }
 
-// MemSeq is the sequence of the last change in the export.
+// MemSeq is the sequence of the filter's last change.
 func (s *Snapshot) MemSeq() uint64 { return s.memSeq }
+
+// SubFilters describes the sub-filters, oldest first.
+func (s *Snapshot) SubFilters() []SubFilterStats { return s.info }
+
+// Counters are the counter bytes of sub-filter i (as SubFilters orders
+// them), in the file's layout. They must not be modified.
+func (s *Snapshot) Counters(i int) []byte { return s.counters[i] }
 
 // Frozen is a frozen 1-bit filter loaded by ReadFrozen. It is safe for
 // concurrent use.

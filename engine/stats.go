@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
 )
 
@@ -50,9 +51,14 @@ type SubFilterStats struct {
 	Overfilled bool
 	// ErrorRate is the false-positive rate it was built for at Capacity.
 	ErrorRate float64
-	// K is the number of counters per key; Blocks the number of 64-byte blocks.
+	// K is the number of counters per key; Blocks the number of 64-byte
+	// blocks; Flat reports a flat geometry (a key's counters spread over the
+	// whole region, for tiny filters).
 	K      int
 	Blocks uint64
+	Flat   bool
+	// NonZero is the number of non-zero counters.
+	NonZero uint64
 	// Bytes is the size of its counters.
 	Bytes uint64
 	// EstimatedKeys estimates the distinct keys it holds.
@@ -62,7 +68,7 @@ type SubFilterStats struct {
 // ExpectedFalsePositiveRate is the false-positive rate the sub-filter is
 // expected to have at its current count. It costs about a millisecond.
 func (s SubFilterStats) ExpectedFalsePositiveRate() float64 {
-	return counting.Geometry{Blocks: s.Blocks, K: s.K}.FalsePositiveRate(s.Count)
+	return s.geometry().FalsePositiveRate(s.Count)
 }
 
 // Stats reports the filter's state. It reads no counters.
@@ -79,25 +85,36 @@ func (f *Filter) Stats() Stats {
 	}
 	params := f.config.params()
 	for _, sub := range f.chain.SubFilters() {
-		ss := SubFilterStats{
-			Level:         sub.Level,
-			FirstID:       sub.FirstID,
-			MaxID:         sub.MaxID(),
-			Capacity:      sub.Capacity,
-			Count:         sub.Count(),
-			Overfilled:    sub.Overfilled(),
-			ErrorRate:     params.LevelErrorRate(sub.Level),
-			K:             sub.Geometry.K,
-			Blocks:        sub.Geometry.Blocks,
-			Bytes:         sub.Geometry.Bytes(),
-			EstimatedKeys: sub.EstimatedKeys(),
-		}
+		ss := subFilterStats(params, sub)
 		s.Count += ss.Count
 		s.EstimatedKeys += ss.EstimatedKeys
 		s.CounterBytes += ss.Bytes
 		s.SubFilters = append(s.SubFilters, ss)
 	}
 	return s
+}
+
+func subFilterStats(params scaling.Params, sub *scaling.SubFilter) SubFilterStats {
+	return SubFilterStats{
+		Level:         sub.Level,
+		FirstID:       sub.FirstID,
+		MaxID:         sub.MaxID(),
+		Capacity:      sub.Capacity,
+		Count:         sub.Count(),
+		Overfilled:    sub.Overfilled(),
+		ErrorRate:     params.LevelErrorRate(sub.Level),
+		K:             sub.Geometry.K,
+		Blocks:        sub.Geometry.Blocks,
+		Flat:          sub.Geometry.Flat,
+		NonZero:       sub.NonZero(),
+		Bytes:         sub.Geometry.Bytes(),
+		EstimatedKeys: sub.EstimatedKeys(),
+	}
+}
+
+// geometry is the sub-filter's shape.
+func (s SubFilterStats) geometry() counting.Geometry {
+	return counting.Geometry{Blocks: s.Blocks, K: s.K, Flat: s.Flat}
 }
 
 // Path is the path the filter was opened with.
