@@ -52,6 +52,22 @@ func (g Geometry) Bytes() uint64 { return g.Blocks * BlockBytes }
 // Counters is the number of counters in the region.
 func (g Geometry) Counters() uint64 { return g.Blocks * CountersPerBlock }
 
+// EstimatedKeys estimates the distinct keys held from the number of
+// non-zero counters. Blocks receive Poisson loads, so the expected zero
+// fraction is exp(-n k / m) as for a classic filter, and
+// n = -(m/k) ln(zero fraction).
+func (g Geometry) EstimatedKeys(nonZero uint64) float64 {
+	m := float64(g.Counters())
+	if nonZero == 0 || g.K == 0 {
+		return 0
+	}
+	zero := m - float64(nonZero)
+	if zero <= 0 {
+		return math.Inf(1)
+	}
+	return -m / float64(g.K) * math.Log(zero/m)
+}
+
 // Validate reports whether g can describe a region.
 func (g Geometry) Validate() error {
 	if g.Blocks == 0 || g.Blocks > MaxBytes/BlockBytes {

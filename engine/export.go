@@ -326,6 +326,7 @@ func NewSnapshot(cfg Config, memSeq uint64, subs []SubFilterStats, counters [][]
 		sub.ErrorRate = params.LevelErrorRate(sub.Level)
 		sub.Bytes = sub.geometry().Bytes()
 		sub.Overfilled = sub.Count > sub.Capacity
+		sub.EstimatedKeys = sub.geometry().EstimatedKeys(sub.NonZero)
 		s.info = append(s.info, sub)
 	}
 	return s, nil

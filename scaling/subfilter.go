@@ -2,7 +2,6 @@ package scaling
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"unsafe"
 
@@ -109,20 +108,9 @@ func (s *SubFilter) Overfilled() bool { return s.Count() > s.Capacity }
 // Filter is the sub-filter's counting filter.
 func (s *SubFilter) Filter() *counting.Filter { return s.filter }
 
-// EstimatedKeys estimates the distinct keys held from the fraction of zero
-// counters. Blocks receive Poisson loads, so the expected zero fraction is
-// exp(-n k / m) as for a classic filter, and n = -(m/k) ln(zero fraction).
-func (s *SubFilter) EstimatedKeys() float64 {
-	m := float64(s.Geometry.Counters())
-	if s.NonZero() == 0 {
-		return 0
-	}
-	zero := m - float64(s.NonZero())
-	if zero <= 0 {
-		return math.Inf(1)
-	}
-	return -m / float64(s.Geometry.K) * math.Log(zero/m)
-}
+// EstimatedKeys estimates the distinct keys held, from the non-zero
+// counters.
+func (s *SubFilter) EstimatedKeys() float64 { return s.Geometry.EstimatedKeys(s.NonZero()) }
 
 // ExpectedFalsePositiveRate is the false-positive rate the sub-filter is
 // expected to have at its current count.

@@ -1,0 +1,147 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// Checker answers Contains from the copy in Redis, with no local file. Its
+// reads are read-only scripts, so they may run on replicas. It is safe for
+// concurrent use.
+type Checker struct {
+	r    Redis
+	keys keys
+	// view is the live copy's shape, reloaded when its generation changes.
+	view atomic.Pointer[view]
+}
+
+type view struct {
+	meta      copyMeta
+	placement *engine.Placement
+}
+
+// NewChecker checks against the copy of the filter name.
+func NewChecker(ctx context.Context, r Redis, name string) (*Checker, error) {
+	k, err := newKeys(name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checker{r: r, keys: k}
+	if err := c.reload(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Checker) reload(ctx context.Context) error {
+	meta, err := readMeta(ctx, c.r, c.keys)
+	if err != nil {
+		return err
+	}
+	p, err := engine.NewPlacement(meta.config, meta.subs)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadAnswer, err)
+	}
+	c.view.Store(&view{meta: meta, placement: p})
+	return nil
+}
+
+// Seq is the sequence of the last change the copy held when last read.
+func (c *Checker) Seq() uint64 { return c.view.Load().meta.seq }
+
+// Contains reports whether key was probably in the filter.
+func (c *Checker) Contains(ctx context.Context, key []byte) (bool, error) {
+	out, err := c.ContainsBatch(ctx, [][]byte{key}, nil)
+	if err != nil {
+		return false, err
+	}
+	return out[0], nil
+}
+
+// ContainsBatch checks every key in one round trip, appending to out[:0].
+// Should the copy change generation under it (a full copy), it reads the new
+// one: answers come from one copy, never a mix.
+func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) ([]bool, error) {
+	for attempt := 0; ; attempt++ {
+		v := c.view.Load()
+		answers, err := c.read(ctx, v, keys)
+		if err == nil {
+			out = out[:0]
+			for _, present := range answers {
+				out = append(out, present)
+			}
+			return out, nil
+		}
+		if !errors.Is(err, errGenChanged) || attempt == 3 {
+			return nil, err
+		}
+		if err := c.reload(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+var errGenChanged = errors.New("mirror: the copy changed generation")
+
+// read fetches, for every key, its range in every sub-filter, and tests it.
+func (c *Checker) read(ctx context.Context, v *view, keys [][]byte) ([]bool, error) {
+	subs := v.meta.subs
+	part := v.meta.part
+	redisKeys := []string{c.keys.meta()}
+	index := map[string]int{}
+	args := make([]any, 0, 1+3*len(keys)*len(subs))
+	args = append(args, v.meta.gen)
+	placed := make([]engine.Placed, len(keys))
+	for i, key := range keys {
+		placed[i] = v.placement.Place(key)
+		for s, sub := range subs {
+			off, n := placed[i].Range(s)
+			p := off / part
+			name := c.keys.part(v.meta.gen, sub.Level, p)
+			ki, ok := index[name]
+			if !ok {
+				redisKeys = append(redisKeys, name)
+				ki = len(redisKeys)
+				index[name] = ki
+			}
+			args = append(args, ki, off-p*part, off-p*part+n-1)
+		}
+	}
+	answer, err := c.r.Eval(ctx, readScript, true, redisKeys, args...)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "TBGEN") {
+			return nil, errGenChanged
+		}
+		return nil, fmt.Errorf("mirror: reading the copy: %w", err)
+	}
+	ranges, ok := answer.([]any)
+	if !ok || len(ranges) != len(keys)*len(subs) {
+		return nil, fmt.Errorf("%w: %T of %d ranges for %d", ErrBadAnswer, answer, lenOf(answer), len(keys)*len(subs))
+	}
+	out := make([]bool, len(keys))
+	for i := range keys {
+		for s := range subs {
+			b, ok := ranges[i*len(subs)+s].(string)
+			if !ok {
+				return nil, fmt.Errorf("%w: a range of type %T", ErrBadAnswer, ranges[i*len(subs)+s])
+			}
+			if placed[i].Holds(s, []byte(b)) {
+				out[i] = true
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func lenOf(answer any) int {
+	if list, ok := answer.([]any); ok {
+		return len(list)
+	}
+	return -1
+}

@@ -1,0 +1,78 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is the part of a Redis client the mirror uses: running its scripts.
+// Everything the mirror does is a script, so it behaves the same on one
+// server and on a cluster (all of a filter's keys share a slot).
+type Redis interface {
+	// Eval runs script with keys and args; readOnly scripts may run on a
+	// replica.
+	Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error)
+	Close() error
+}
+
+// Script is a Lua script the mirror runs by its hash, sending the source
+// only when Redis does not know it yet.
+type Script struct{ s *redis.Script }
+
+func newScript(src string) *Script { return &Script{redis.NewScript(src)} }
+
+// goRedis adapts go-redis, a standalone or cluster client.
+type goRedis struct{ c redis.UniversalClient }
+
+func (g goRedis) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if readOnly {
+		return s.s.RunRO(ctx, g.c, keys, args...).Result()
+	}
+	return s.s.Run(ctx, g.c, keys, args...).Result()
+}
+
+func (g goRedis) Close() error { return g.c.Close() }
+
+// Dial connects to one Redis server: redis://[user:password@]host:port[/db],
+// or rediss:// for TLS. Errors name the host, never the credentials.
+func Dial(rawURL string) (Redis, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: Redis URL %s: %w", Redact(rawURL), withoutURL(err))
+	}
+	opts.MaxRetries = -1 // the mirror retries itself; its scripts are safe to resend
+	return goRedis{redis.NewClient(opts)}, nil
+}
+
+// DialCluster connects to a Redis Cluster: redis://[user:password@]host:port
+// with more nodes as ?addr=host:port parameters, or rediss:// for TLS.
+func DialCluster(rawURL string) (Redis, error) {
+	opts, err := redis.ParseClusterURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: Redis Cluster URL %s: %w", Redact(rawURL), withoutURL(err))
+	}
+	opts.MaxRetries = -1
+	return goRedis{redis.NewClusterClient(opts)}, nil
+}
+
+// withoutURL drops a *url.Error's URL, which holds the password.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Redact is rawURL without its password, for logs and errors.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

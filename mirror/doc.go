@@ -1,0 +1,35 @@
+// Package mirror keeps a copy of a tallybloom filter in Redis (or Valkey),
+// so that processes on other machines can check keys against one shared
+// copy, and a new machine can get a filter without rebuilding it.
+//
+// # Layout
+//
+// Every key of a filter named N carries the hash tag {N}, so all of them
+// live in one slot of a Redis Cluster and one script can touch them all:
+//
+//	{N}:meta            hash: format, gen, seq, config, part, dir, t:<level>
+//	{N}:g<gen>:l<L>:p<P> part P of the counters of the sub-filter at level L
+//
+// The counter strings hold the file's counter bytes unchanged (Redis
+// BITFIELD u4 order), split into parts of at most Options.PartBytes (below
+// Redis's 512 MB string limit). gen names the live copy; seq is the
+// sequence of the last change it holds.
+//
+// # Shipping
+//
+// A Mirror attached to an engine.Filter receives every committed change
+// through Filter.OnCommit and queues it (bounded); the filter never waits
+// for Redis. A goroutine ships the queue in batches through a script that
+// applies a batch only if Redis's sequence is the one the batch follows, so
+// a resent batch is never applied twice and none is skipped. Changes carry
+// the new bytes of the counters they wrote, so sticky saturation holds in
+// Redis as in the file. When Redis lost its copy, fell behind the queue's
+// bound, or holds another copy, the mirror writes a full copy under a new
+// generation and switches to it in one script: checkers, which read through
+// a script that checks the generation, see the old copy or the new, never a
+// mix.
+//
+// # Concurrency
+//
+// A Mirror's methods and a Checker's may be called from any goroutine.
+package mirror

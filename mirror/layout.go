@@ -1,0 +1,136 @@
+package mirror
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// format is the meta hash's format field; a reader refuses another.
+const format = "tallybloom-mirror-1"
+
+// keys names a filter's keys.
+type keys struct{ name string }
+
+func newKeys(name string) (keys, error) {
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return keys{}, fmt.Errorf("%w: %q (not empty, no braces)", ErrInvalidName, name)
+	}
+	return keys{name}, nil
+}
+
+func (k keys) meta() string { return "{" + k.name + "}:meta" }
+
+func (k keys) part(gen uint64, level int, part uint64) string {
+	return fmt.Sprintf("{%s}:g%d:l%d:p%d", k.name, gen, level, part)
+}
+
+// parts is the number of parts a region of size bytes takes.
+func parts(size, partBytes uint64) uint64 { return (size + partBytes - 1) / partBytes }
+
+// copyMeta is what the meta hash says of the live copy.
+type copyMeta struct {
+	gen, seq, part uint64
+	config         engine.Config
+	subs           []engine.SubFilterStats // geometry, ids and tallies
+}
+
+// configJSON and subJSON are the meta hash's encodings, with stable names.
+type configJSON struct {
+	Capacity   uint64  `json:"capacity"`
+	ErrorRate  float64 `json:"error_rate"`
+	Tightening float64 `json:"tightening"`
+	Growth     float64 `json:"growth"`
+	Seed       uint64  `json:"seed"`
+	Fixed      bool    `json:"fixed"`
+}
+
+type subJSON struct {
+	Level    int    `json:"level"`
+	FirstID  uint64 `json:"first_id"`
+	Capacity uint64 `json:"capacity"`
+	K        int    `json:"k"`
+	Blocks   uint64 `json:"blocks"`
+	Flat     bool   `json:"flat,omitempty"`
+}
+
+func encodeConfig(c engine.Config) string {
+	b, _ := json.Marshal(configJSON{c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Seed, c.Fixed})
+	return string(b)
+}
+
+func encodeDir(subs []engine.SubFilterStats) string {
+	dir := make([]subJSON, len(subs))
+	for i, s := range subs {
+		dir[i] = subJSON{s.Level, s.FirstID, s.Capacity, s.K, s.Blocks, s.Flat}
+	}
+	b, _ := json.Marshal(dir)
+	return string(b)
+}
+
+func encodeTallies(count, maxID, nonZero uint64) string {
+	return fmt.Sprintf("%d %d %d", count, maxID, nonZero)
+}
+
+func tallyField(level int) string { return "t:" + strconv.Itoa(level) }
+
+// decodeMeta reads HGETALL's answer. Nothing in it is trusted: every field
+// is checked, and anything else is ErrBadAnswer.
+func decodeMeta(answer any) (copyMeta, error) {
+	list, ok := answer.([]any)
+	if !ok || len(list)%2 != 0 {
+		return copyMeta{}, fmt.Errorf("%w: meta is %T", ErrBadAnswer, answer)
+	}
+	if len(list) == 0 {
+		return copyMeta{}, ErrNotMirrored
+	}
+	fields := map[string]string{}
+	for i := 0; i < len(list); i += 2 {
+		k, ok1 := list[i].(string)
+		v, ok2 := list[i+1].(string)
+		if !ok1 || !ok2 {
+			return copyMeta{}, fmt.Errorf("%w: meta field of type %T", ErrBadAnswer, list[i+1])
+		}
+		fields[k] = v
+	}
+	if fields["format"] != format {
+		return copyMeta{}, fmt.Errorf("%w: meta format %q, want %q", ErrBadAnswer, fields["format"], format)
+	}
+	var m copyMeta
+	var err error
+	for _, f := range []struct {
+		name string
+		to   *uint64
+	}{{"gen", &m.gen}, {"seq", &m.seq}, {"part", &m.part}} {
+		if *f.to, err = strconv.ParseUint(fields[f.name], 10, 64); err != nil {
+			return copyMeta{}, fmt.Errorf("%w: meta %s %q", ErrBadAnswer, f.name, fields[f.name])
+		}
+	}
+	var cfg configJSON
+	var dir []subJSON
+	if json.Unmarshal([]byte(fields["config"]), &cfg) != nil || json.Unmarshal([]byte(fields["dir"]), &dir) != nil || m.part == 0 || m.part%64 != 0 {
+		return copyMeta{}, fmt.Errorf("%w: meta config or directory", ErrBadAnswer)
+	}
+	m.config = engine.Config{Capacity: cfg.Capacity, ErrorRate: cfg.ErrorRate, Tightening: cfg.Tightening, Growth: cfg.Growth, Seed: cfg.Seed, Fixed: cfg.Fixed}
+	for _, d := range dir {
+		s := engine.SubFilterStats{Level: d.Level, FirstID: d.FirstID, Capacity: d.Capacity, K: d.K, Blocks: d.Blocks, Flat: d.Flat, Bytes: d.Blocks * 64}
+		if t, ok := fields[tallyField(d.Level)]; ok {
+			if _, err := fmt.Sscanf(t, "%d %d %d", &s.Count, &s.MaxID, &s.NonZero); err != nil {
+				return copyMeta{}, fmt.Errorf("%w: tallies of level %d %q", ErrBadAnswer, d.Level, t)
+			}
+		}
+		m.subs = append(m.subs, s)
+	}
+	// Shapes are checked as the engine checks a file: a bad one is refused
+	// before it is used to read or allocate anything.
+	if _, err := engine.NewPlacement(m.config, m.subs); err != nil {
+		return copyMeta{}, fmt.Errorf("%w: %v", ErrBadAnswer, err)
+	}
+	if err := m.config.Validate(); err != nil {
+		return copyMeta{}, fmt.Errorf("%w: %v", ErrBadAnswer, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,439 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// Options tune a Mirror. A nil *Options means every default.
+type Options struct {
+	// MaxQueue is the number of changes queued for Redis before the mirror
+	// gives up on them and makes a full copy instead. Default 1 000 000.
+	MaxQueue int
+	// BatchSize is the number of changes one script applies. Default 512.
+	BatchSize int
+	// PartBytes is the largest counter string, a multiple of 64. Default
+	// 256 MiB, well below Redis's 512 MB limit.
+	PartBytes uint64
+	// Timeout bounds each call to Redis. Default 5 s.
+	Timeout time.Duration
+	// Backoff is the first wait after a failed call; it doubles up to 5 s.
+	// Default 50 ms.
+	Backoff time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MaxQueue <= 0 {
+		r.MaxQueue = 1_000_000
+	}
+	if r.BatchSize <= 0 {
+		r.BatchSize = 512
+	}
+	if r.PartBytes == 0 || r.PartBytes%64 != 0 {
+		r.PartBytes = 256 << 20
+	}
+	if r.Timeout <= 0 {
+		r.Timeout = 5 * time.Second
+	}
+	if r.Backoff <= 0 {
+		r.Backoff = 50 * time.Millisecond
+	}
+	return r
+}
+
+// Stats describe a Mirror at one moment.
+type Stats struct {
+	Shipped    uint64 // sequence of the last change sent to Redis
+	Acked      uint64 // sequence Redis holds
+	QueueDepth int    // changes waiting for Redis
+	Recopies   uint64 // full copies written
+	Resends    uint64 // batches Redis had already applied
+	LastError  string // the last failure, "" after a success
+}
+
+// Mirror ships a filter's committed changes to Redis.
+type Mirror struct {
+	f    *engine.Filter
+	r    Redis
+	keys keys
+	opts Options
+
+	// mu guards queue, needCopy and stats; the engine's OnCommit and the
+	// shipper meet here.
+	mu struct {
+		sync.Mutex
+		queue    []change
+		needCopy bool
+		stats    Stats
+		acked    *sync.Cond // broadcast when stats.Acked moves
+	}
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	// The shipper goroutine alone uses these: what the live copy in
+	// Redis is.
+	gen  uint64
+	seq  uint64
+	subs []engine.SubFilterStats
+}
+
+// change is a committed change, copied out of the engine.
+type change struct {
+	seq      uint64
+	counters []engine.CounterWrite
+	tallies  *engine.Tallies
+	dir      []engine.SubFilterStats
+}
+
+// Attach starts mirroring f into Redis under name: a full copy first (what
+// Redis holds is not known), then every committed change. f must be open
+// for writing; the mirror ends with Close, before f closes.
+func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, error) {
+	k, err := newKeys(name)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mirror{f: f, r: r, keys: k, opts: opts.withDefaults(),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	m.mu.acked = sync.NewCond(&m.mu)
+	m.mu.needCopy = true
+	if _, err := f.OnCommit(m.enqueue); err != nil {
+		return nil, err
+	}
+	go m.run()
+	m.poke()
+	return m, nil
+}
+
+// enqueue copies a committed change into the queue. It runs under the
+// engine's lock, so it never waits for Redis.
+func (m *Mirror) enqueue(c *engine.Change) {
+	ch := change{seq: c.Seq, dir: append([]engine.SubFilterStats(nil), c.Directory...)} // nil stays nil
+	for _, w := range c.Counters {
+		ch.counters = append(ch.counters, engine.CounterWrite{Level: w.Level, Offset: w.Offset, Bytes: append([]byte(nil), w.Bytes...)})
+	}
+	if c.Tallies != nil {
+		t := *c.Tallies
+		ch.tallies = &t
+	}
+	m.mu.Lock()
+	if len(m.mu.queue) >= m.opts.MaxQueue {
+		// Too far behind: a full copy will carry these changes.
+		m.mu.queue, m.mu.needCopy = nil, true
+	}
+	m.mu.queue = append(m.mu.queue, ch)
+	m.mu.stats.QueueDepth = len(m.mu.queue)
+	m.mu.Unlock()
+	m.poke()
+}
+
+func (m *Mirror) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run ships until Close.
+func (m *Mirror) run() {
+	defer close(m.done)
+	backoff := m.opts.Backoff
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.wake:
+		}
+		for {
+			progressed, err := m.step()
+			m.record(err)
+			if err != nil {
+				select {
+				case <-m.stop:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
+			backoff = m.opts.Backoff
+			if !progressed {
+				break
+			}
+		}
+	}
+}
+
+// step makes a full copy if one is needed, else ships one batch. It
+// reports whether there may be more to do.
+func (m *Mirror) step() (bool, error) {
+	m.mu.Lock()
+	needCopy := m.mu.needCopy
+	batch := m.mu.queue[:min(len(m.mu.queue), m.opts.BatchSize)]
+	m.mu.Unlock()
+	if needCopy {
+		return true, m.copyAll()
+	}
+	if len(batch) == 0 {
+		return false, nil
+	}
+	return true, m.ship(batch)
+}
+
+func (m *Mirror) record(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.mu.stats.LastError = err.Error()
+	} else {
+		m.mu.stats.LastError = ""
+	}
+}
+
+// copyAll writes a full copy of the filter under a new generation and makes
+// it live, then drops the queued changes it already holds.
+func (m *Mirror) copyAll() error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
+	defer cancel()
+	m.mu.Lock()
+	m.mu.needCopy = false // changes from here on are queued after the snapshot
+	m.mu.Unlock()
+	snap, err := m.f.Snapshot()
+	if err != nil {
+		return err
+	}
+	gen, err := writeCopy(ctx, m.r, m.keys, snap, m.opts.PartBytes)
+	if err != nil {
+		m.mu.Lock()
+		m.mu.needCopy = true
+		m.mu.Unlock()
+		return err
+	}
+	m.gen, m.seq, m.subs = gen, snap.MemSeq(), snap.SubFilters()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	drop := 0
+	for drop < len(m.mu.queue) && m.mu.queue[drop].seq <= m.seq {
+		drop++
+	}
+	m.mu.queue = m.mu.queue[drop:]
+	m.mu.stats.QueueDepth = len(m.mu.queue)
+	m.mu.stats.Recopies++
+	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
+	m.mu.acked.Broadcast()
+	return nil
+}
+
+// Push writes a full copy of f into Redis under name, replacing what is
+// there, in one switch: checkers see the old copy or the new.
+func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) error {
+	k, err := newKeys(name)
+	if err != nil {
+		return err
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		return err
+	}
+	_, err = writeCopy(ctx, r, k, snap, opts.withDefaults().PartBytes)
+	return err
+}
+
+// writeCopy writes snap under the generation after the live one and
+// switches to it. It returns the new generation.
+func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, partBytes uint64) (uint64, error) {
+	old, err := readMeta(ctx, r, k)
+	if err != nil && !errors.Is(err, ErrNotMirrored) {
+		return 0, err // a foreign value under the name is refused, not overwritten
+	}
+	gen := old.gen + 1
+	const chunk = 8 << 20
+	for i, sub := range snap.SubFilters() {
+		counters := snap.Counters(i)
+		for p := range parts(uint64(len(counters)), partBytes) {
+			part := counters[p*partBytes : min(uint64(len(counters)), (p+1)*partBytes)]
+			key := k.part(gen, sub.Level, p)
+			for off := uint64(0); off < uint64(len(part)); off += chunk {
+				if _, err := r.Eval(ctx, writeScript, false, []string{key}, off, part[off:min(uint64(len(part)), off+chunk)]); err != nil {
+					return 0, fmt.Errorf("mirror: writing a copy: %w", err)
+				}
+			}
+		}
+	}
+	keys := []string{k.meta()}
+	for _, sub := range old.subs {
+		for p := range parts(sub.Blocks*64, max(old.part, 64)) {
+			keys = append(keys, k.part(old.gen, sub.Level, p))
+		}
+	}
+	args := []any{format, gen, snap.MemSeq(), encodeConfig(snap.Config()), partBytes, encodeDir(snap.SubFilters())}
+	for _, sub := range snap.SubFilters() {
+		args = append(args, tallyField(sub.Level), encodeTallies(sub.Count, sub.MaxID, sub.NonZero))
+	}
+	if _, err := r.Eval(ctx, switchScript, false, keys, args...); err != nil {
+		return 0, fmt.Errorf("mirror: switching to the new copy: %w", err)
+	}
+	return gen, nil
+}
+
+// ship applies a batch of queued changes in one script.
+func (m *Mirror) ship(batch []change) error {
+	if batch[0].seq != m.seq+1 {
+		m.needCopyNow()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
+	defer cancel()
+	keys := []string{m.keys.meta()}
+	index := map[string]int{}
+	key := func(level int, part uint64) int {
+		name := m.keys.part(m.gen, level, part)
+		if i, ok := index[name]; ok {
+			return i
+		}
+		keys = append(keys, name)
+		index[name] = len(keys)
+		return len(keys)
+	}
+	args := []any{m.seq, batch[len(batch)-1].seq, m.gen}
+	subs := m.subs
+	for _, c := range batch {
+		if c.dir != nil {
+			args = m.reshape(args, key, subs, c.dir)
+			subs = c.dir
+		}
+		for _, w := range c.counters {
+			p := w.Offset / m.opts.PartBytes
+			args = append(args, "c", key(w.Level, p), w.Offset-p*m.opts.PartBytes, w.Bytes)
+		}
+		if t := c.tallies; t != nil {
+			args = append(args, "t", t.Level, encodeTallies(t.Count, t.MaxID, t.NonZero))
+		}
+	}
+	answer, err := m.r.Eval(ctx, shipScript, false, keys, args...)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "TB") {
+			m.needCopyNow() // Redis lost the copy, holds another, or another sequence
+			return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%v); copying in full", err)
+		}
+		return fmt.Errorf("mirror: shipping changes %d..%d: %w", m.seq+1, batch[len(batch)-1].seq, err)
+	}
+	m.seq, m.subs = batch[len(batch)-1].seq, subs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if answer == "DUP" {
+		m.mu.stats.Resends++
+	}
+	if len(m.mu.queue) >= len(batch) && m.mu.queue[0].seq == batch[0].seq {
+		m.mu.queue = m.mu.queue[len(batch):]
+	}
+	m.mu.stats.QueueDepth = len(m.mu.queue)
+	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
+	m.mu.acked.Broadcast()
+	return nil
+}
+
+// reshape adds the operations that take the copy from directory old to
+// new: retired sub-filters' parts deleted, new ones created zeroed.
+func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engine.SubFilterStats) []any {
+	had := map[int]bool{}
+	for _, s := range old {
+		had[s.Level] = true
+	}
+	kept := map[int]bool{}
+	for _, s := range new {
+		kept[s.Level] = true
+		if had[s.Level] {
+			continue
+		}
+		size := s.Blocks * 64
+		for p := range parts(size, m.opts.PartBytes) {
+			args = append(args, "n", key(s.Level, p), min(m.opts.PartBytes, size-p*m.opts.PartBytes))
+		}
+	}
+	for _, s := range old {
+		if kept[s.Level] {
+			continue
+		}
+		for p := range parts(s.Blocks*64, m.opts.PartBytes) {
+			args = append(args, "x", key(s.Level, p))
+		}
+		args = append(args, "u", s.Level)
+	}
+	return append(args, "d", encodeDir(new))
+}
+
+func (m *Mirror) needCopyNow() {
+	m.mu.Lock()
+	m.mu.needCopy = true
+	m.mu.Unlock()
+}
+
+// Flush waits until Redis holds every change committed before the call, or
+// ctx ends.
+func (m *Mirror) Flush(ctx context.Context) error {
+	target := m.f.Stats().MemSeq
+	stop := context.AfterFunc(ctx, func() {
+		m.mu.Lock()
+		m.mu.acked.Broadcast()
+		m.mu.Unlock()
+	})
+	defer stop()
+	m.poke()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.mu.stats.Acked < target {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("mirror: Redis holds sequence %d of %d: %w (last error: %s)", m.mu.stats.Acked, target, err, m.mu.stats.LastError)
+		}
+		m.mu.acked.Wait()
+	}
+	return nil
+}
+
+// Stats reports the mirror's progress.
+func (m *Mirror) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.stats
+}
+
+// Close stops the mirror; changes not yet in Redis stay out of it (Flush
+// first to wait for them).
+func (m *Mirror) Close() error {
+	select {
+	case <-m.stop:
+		return ErrClosed
+	default:
+	}
+	_, err := m.f.OnCommit(nil)
+	close(m.stop)
+	<-m.done
+	if errors.Is(err, engine.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// readMeta reads the live copy's meta hash.
+func readMeta(ctx context.Context, r Redis, k keys) (copyMeta, error) {
+	answer, err := r.Eval(ctx, metaScript, true, []string{k.meta()})
+	if err != nil {
+		if strings.Contains(err.Error(), "WRONGTYPE") {
+			return copyMeta{}, fmt.Errorf("%w: %s is not a tallybloom mirror: %v", ErrBadAnswer, k.meta(), err)
+		}
+		return copyMeta{}, fmt.Errorf("mirror: reading %s: %w", k.meta(), err)
+	}
+	return decodeMeta(answer)
+}

@@ -1,0 +1,198 @@
+package mirror
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+func key(i uint64) []byte { return binary.LittleEndian.AppendUint64([]byte("mirror-key-"), i) }
+
+// smallParts split the counter strings, so that parts are exercised.
+var smallParts = &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond}
+
+func newFilter(t *testing.T, cfg engine.Config) *engine.Filter {
+	t.Helper()
+	f, err := engine.Create(filepath.Join(t.TempDir(), "f.tb"), cfg, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// workload adds, removes and retires, starting from id next; it returns
+// the next id.
+func workload(t *testing.T, f *engine.Filter, rng *rand.Rand, n int, next uint64) uint64 {
+	t.Helper()
+	for range n {
+		switch r := rng.IntN(100); {
+		case r < 2:
+			subs := f.Stats().SubFilters
+			_, err := f.DropBefore(subs[len(subs)-1].FirstID)
+			require.NoError(t, err)
+		case r < 25:
+			k := next - uint64(rng.IntN(200))
+			_ = f.Remove(key(k), k)
+		default:
+			next++
+			require.NoError(t, f.Add(key(next), next))
+			if rng.IntN(10) == 0 { // the same key again: counters reach 15
+				for range 20 {
+					require.NoError(t, f.Add(key(next), next))
+				}
+			}
+		}
+	}
+	return next
+}
+
+// requireSame checks that Redis holds exactly the file: counter bytes,
+// directory, tallies and sequence.
+func requireSame(t *testing.T, ctx context.Context, r Redis, name string, f *engine.Filter) {
+	t.Helper()
+	local, err := f.Snapshot()
+	require.NoError(t, err)
+	remote, err := Pull(ctx, r, name)
+	require.NoError(t, err)
+	require.Equal(t, local.MemSeq(), remote.MemSeq(), "sequence")
+	require.Equal(t, local.SubFilters(), remote.SubFilters(), "directory and tallies")
+	for i := range local.SubFilters() {
+		require.Equal(t, local.Counters(i), remote.Counters(i), "counters of sub-filter %d", i)
+	}
+	require.Equal(t, local.Config(), remote.Config())
+}
+
+func dial(t *testing.T, url string, cluster bool) Redis {
+	t.Helper()
+	var r Redis
+	var err error
+	if cluster {
+		r, err = DialCluster(url)
+	} else {
+		r, err = Dial(url)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestMirrorHoldsExactlyTheFile: after a random workload of adds, removes
+// and retirements with the mirror attached, Redis holds exactly the file's
+// counter bytes, directory and sequence, on one server and on a cluster.
+func TestMirrorHoldsExactlyTheFile(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
+			url := ""
+			if cluster {
+				url = startCluster(t)
+			} else {
+				url = startServer(t).url()
+			}
+			r := dial(t, url, cluster)
+			ctx := context.Background()
+			for _, cfg := range []engine.Config{
+				{Capacity: 2000, ErrorRate: 0.01, Growth: 1, Seed: 7},
+				{Capacity: 30, ErrorRate: 0.5, Growth: 1, Seed: 7}, // flat sub-filters
+			} {
+				f := newFilter(t, cfg)
+				next := workload(t, f, rand.New(rand.NewPCG(1, 1)), 500, 0)
+				m, err := Attach(f, r, "spam", smallParts)
+				require.NoError(t, err)
+				next = workload(t, f, rand.New(rand.NewPCG(2, 2)), 8000, next)
+				require.NoError(t, m.Flush(ctx))
+				requireSame(t, ctx, r, "spam", f)
+				s := m.Stats()
+				assert.Equal(t, f.Stats().MemSeq, s.Acked)
+				assert.Zero(t, s.QueueDepth)
+				assert.Empty(t, s.LastError)
+				require.NoError(t, m.Close())
+				_ = next
+			}
+		})
+	}
+}
+
+// TestCheckerAgrees: a Checker with no local file agrees with the filter on
+// 100 000 members and 100 000 non-members.
+func TestCheckerAgrees(t *testing.T) {
+	r := dial(t, startServer(t).url(), false)
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 30_000, ErrorRate: 0.01, Growth: 1, Seed: 3})
+	m, err := Attach(f, r, "agree", nil)
+	require.NoError(t, err)
+	defer m.Close()
+	keys := make([][]byte, 0, 1000)
+	for i := range uint64(100_000) {
+		keys = append(keys, key(i))
+		if len(keys) == cap(keys) {
+			ids := make([]uint64, len(keys))
+			for j := range ids {
+				ids[j] = i
+			}
+			require.NoError(t, f.AddBatch(keys, ids))
+			keys = keys[:0]
+		}
+	}
+	require.NoError(t, m.Flush(ctx))
+	c, err := NewChecker(ctx, r, "agree")
+	require.NoError(t, err)
+	assert.Equal(t, f.Stats().MemSeq, c.Seq())
+	var out []bool
+	mismatches, present := 0, 0
+	for start := uint64(0); start < 200_000; start += 1000 {
+		batch := make([][]byte, 0, 1000)
+		for i := start; i < start+1000; i++ {
+			batch = append(batch, key(i))
+		}
+		out, err = c.ContainsBatch(ctx, batch, out)
+		require.NoError(t, err)
+		for j, k := range batch {
+			if out[j] != f.Contains(k) {
+				mismatches++
+			}
+			if out[j] {
+				present++
+			}
+		}
+	}
+	assert.Zero(t, mismatches)
+	assert.GreaterOrEqual(t, present, 100_000, "every member")
+	one, err := c.Contains(ctx, key(5))
+	require.NoError(t, err)
+	assert.True(t, one)
+}
+
+// TestRestore: a file restored from Redis has byte-identical counters and
+// answers the same; Push refills Redis from a file.
+func TestRestore(t *testing.T) {
+	r := dial(t, startServer(t).url(), false)
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 5})
+	workload(t, f, rand.New(rand.NewPCG(3, 3)), 6000, 0)
+	require.NoError(t, Push(ctx, f, r, "restore", smallParts))
+
+	g, err := Restore(ctx, r, "restore", filepath.Join(t.TempDir(), "restored.tb"), nil)
+	require.NoError(t, err)
+	defer g.Close()
+	local, err := f.Snapshot()
+	require.NoError(t, err)
+	restored, err := g.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, local.SubFilters(), restored.SubFilters())
+	for i := range local.SubFilters() {
+		require.Equal(t, local.Counters(i), restored.Counters(i), "byte-identical counters")
+	}
+	assert.Equal(t, f.Stats().MemSeq, g.Stats().MemSeq)
+	for i := range uint64(20_000) {
+		require.Equal(t, f.Contains(key(i)), g.Contains(key(i)))
+	}
+	_, err = Restore(ctx, r, "restore", g.Path(), nil)
+	assert.ErrorIs(t, err, engine.ErrExists)
+}
