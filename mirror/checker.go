@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tallybloom/tallybloom/engine"
 )
@@ -77,7 +78,10 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 			}
 			return out, nil
 		}
-		if !errors.Is(err, errGenChanged) || attempt == 3 {
+		if !errors.Is(err, errGenChanged) || attempt == genRetries {
+			return nil, err
+		}
+		if err := waitGen(ctx, attempt); err != nil {
 			return nil, err
 		}
 		if err := c.reload(ctx); err != nil {
@@ -87,6 +91,19 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 }
 
 var errGenChanged = errors.New("mirror: the copy changed generation")
+
+// genRetries bounds the reads started again because a full copy replaced
+// the one being read; waitGen spaces them out a little more each time.
+const genRetries = 10
+
+func waitGen(ctx context.Context, attempt int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(attempt) * 2 * time.Millisecond):
+		return nil
+	}
+}
 
 // read fetches, for every key, its range in every sub-filter, and tests it.
 func (c *Checker) read(ctx context.Context, v *view, keys [][]byte) ([]bool, error) {
@@ -114,7 +131,7 @@ func (c *Checker) read(ctx context.Context, v *view, keys [][]byte) ([]bool, err
 	}
 	answer, err := c.r.Eval(ctx, readScript, true, redisKeys, args...)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "TBGEN") {
+		if strings.HasPrefix(scriptError(err), "TBGEN") {
 			return nil, errGenChanged
 		}
 		return nil, fmt.Errorf("mirror: reading the copy: %w", err)

@@ -322,26 +322,51 @@ func (m *Mirror) ship(batch []change) error {
 		}
 	}
 	answer, err := m.r.Eval(ctx, shipScript, false, keys, args...)
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "TB") {
-			m.needCopyNow() // Redis lost the copy, holds another, or another sequence
-			return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%v); copying in full", err)
-		}
+	code := scriptError(err)
+	var applied uint64
+	switch {
+	case err == nil:
+		m.acknowledge(batch, batch[len(batch)-1].seq, answer == "DUP")
+		return nil
+	case code == "":
 		return fmt.Errorf("mirror: shipping changes %d..%d: %w", m.seq+1, batch[len(batch)-1].seq, err)
+	case sequenceIn(code, &applied) && applied > m.seq && applied <= batch[len(batch)-1].seq:
+		// An earlier, shorter batch was applied but its answer lost: the
+		// changes up to Redis's sequence are in; ship the rest.
+		m.acknowledge(batch, applied, true)
+		return nil
 	}
-	m.seq, m.subs = batch[len(batch)-1].seq, subs
+	m.needCopyNow() // Redis lost the copy, holds another, or is elsewhere
+	return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%s); copying in full", code)
+}
+
+// sequenceIn reads the sequence of a TBSEQ error.
+func sequenceIn(code string, seq *uint64) bool {
+	n, err := fmt.Sscanf(code, "TBSEQ %d", seq)
+	return n == 1 && err == nil
+}
+
+// acknowledge records that Redis holds the changes of batch up to seq.
+func (m *Mirror) acknowledge(batch []change, seq uint64, resent bool) {
+	n := 0
+	for n < len(batch) && batch[n].seq <= seq {
+		if batch[n].dir != nil {
+			m.subs = batch[n].dir
+		}
+		n++
+	}
+	m.seq = seq
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if answer == "DUP" {
+	if resent {
 		m.mu.stats.Resends++
 	}
-	if len(m.mu.queue) >= len(batch) && m.mu.queue[0].seq == batch[0].seq {
-		m.mu.queue = m.mu.queue[len(batch):]
+	if len(m.mu.queue) >= n && n > 0 && m.mu.queue[0].seq == batch[0].seq {
+		m.mu.queue = m.mu.queue[n:]
 	}
 	m.mu.stats.QueueDepth = len(m.mu.queue)
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
 	m.mu.acked.Broadcast()
-	return nil
 }
 
 // reshape adds the operations that take the copy from directory old to

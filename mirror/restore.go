@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tallybloom/tallybloom/engine"
 )
@@ -19,8 +20,11 @@ func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		snap, err := pull(ctx, r, k)
-		if !errors.Is(err, errGenChanged) || attempt == 3 {
+		if !errors.Is(err, errGenChanged) || attempt == genRetries {
 			return snap, err
+		}
+		if err := waitGen(ctx, attempt); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -41,7 +45,7 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 				last := min(first+chunk, partSize) - 1
 				answer, err := r.Eval(ctx, readScript, true, []string{k.meta(), k.part(meta.gen, sub.Level, p)}, meta.gen, 2, first, last)
 				if err != nil {
-					if err.Error() == "TBGEN" {
+					if strings.HasPrefix(scriptError(err), "TBGEN") {
 						return nil, errGenChanged
 					}
 					return nil, fmt.Errorf("mirror: reading the copy: %w", err)

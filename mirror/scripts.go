@@ -1,5 +1,20 @@
 package mirror
 
+import "strings"
+
+// scriptError is the TB code (and its argument) of an error a script
+// raised, or "" for any other error. Redis may put "ERR " before it.
+func scriptError(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
+	if strings.HasPrefix(msg, "TB") {
+		return msg
+	}
+	return ""
+}
+
 // The scripts. Every key they touch is passed in KEYS, so they run on a
 // cluster too; errors they raise start with TB so the mirror tells them
 // from Redis's own.

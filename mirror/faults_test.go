@@ -1,0 +1,253 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// proxy forwards loopback connections to a server and, while cut is
+// positive, drops the successful answer to a script call after the server
+// sent it: a connection lost between applying a batch and reading its answer.
+// (Connection handshakes pass, so the cuts land on applied requests.)
+type proxy struct {
+	ln     net.Listener
+	target string
+	cut    atomic.Int32
+	cuts   atomic.Int32
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(client)
+		}
+	}()
+	return p
+}
+
+func (p *proxy) url() string { return "redis://" + p.ln.Addr().String() }
+
+func (p *proxy) serve(client net.Conn) {
+	defer client.Close()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	var script atomic.Bool // the request in flight runs a script
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := client.Read(buf)
+			if err != nil {
+				return
+			}
+			if bytes.Contains(bytes.ToUpper(buf[:n]), []byte("EVAL")) {
+				script.Store(true)
+			}
+			if _, err := server.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := server.Read(buf)
+		if err != nil {
+			return
+		}
+		// Only a script's successful answer is dropped: an error (such as
+		// NOSCRIPT) means nothing was applied.
+		if script.Swap(false) && buf[0] != '-' && p.cut.Load() > 0 && p.cut.Add(-1) >= 0 {
+			p.cuts.Add(1)
+			return // the request was applied; its answer is lost
+		}
+		if _, err := client.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// TestFaultsConverge: connections cut between a batch and its answer, Redis
+// restarted empty, Redis paused past the queue's bound. After each, the
+// mirror converges to the file's exact bytes, and a batch Redis already
+// applied is not applied again.
+func TestFaultsConverge(t *testing.T) {
+	s := startServer(t)
+	p := startProxy(t, s.addr())
+	r := dial(t, p.url(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 1500, ErrorRate: 0.01, Growth: 1, Seed: 11})
+	m, err := Attach(f, r, "faults", &Options{PartBytes: 4096, MaxQueue: 300, BatchSize: 64, Timeout: 300 * time.Millisecond, Backoff: 5 * time.Millisecond})
+	require.NoError(t, err)
+	defer m.Close()
+	rng := rand.New(rand.NewPCG(4, 4))
+	next := workload(t, f, rng, 2000, 0)
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "faults", f)
+
+	t.Run("answers lost", func(t *testing.T) {
+		// Small steps, so the queue stays below its bound while batches
+		// are retried: every lost answer must be recovered from in place.
+		recopies := m.Stats().Recopies
+		p.cut.Store(8)
+		for range 60 {
+			next = workload(t, f, rng, 20, next) // at most ~100 changes queued
+			require.NoError(t, m.Flush(ctx))
+		}
+		requireSame(t, ctx, r, "faults", f)
+		assert.Equal(t, int32(8), p.cuts.Load())
+		assert.Equal(t, recopies, m.Stats().Recopies, "no full copy for a lost answer")
+		assert.Positive(t, m.Stats().Resends, "a batch Redis had applied was recognized, not applied again")
+	})
+	t.Run("Redis restarted empty", func(t *testing.T) {
+		before := m.Stats().Recopies
+		s.restart()
+		next = workload(t, f, rng, 2000, next)
+		require.NoError(t, m.Flush(ctx))
+		requireSame(t, ctx, r, "faults", f)
+		assert.Greater(t, m.Stats().Recopies, before, "a full copy replaced the lost one")
+	})
+	t.Run("Redis paused past the queue's bound", func(t *testing.T) {
+		before := m.Stats().Recopies
+		s.pause()
+		next = workload(t, f, rng, 1500, next)
+		assert.LessOrEqual(t, m.Stats().QueueDepth, 300, "the queue stays bounded")
+		time.Sleep(100 * time.Millisecond)
+		s.resume()
+		require.NoError(t, m.Flush(ctx))
+		requireSame(t, ctx, r, "faults", f)
+		assert.Greater(t, m.Stats().Recopies, before)
+	})
+	require.NoError(t, m.Close())
+	require.NoError(t, f.Close())
+	assert.NoError(t, engine.Verify(f.Path()), "the local file is whole")
+}
+
+// TestCopyIsSeenWhole: while full copies replace each other, a checker
+// never reports absent a key present in the old copy and the new.
+func TestCopyIsSeenWhole(t *testing.T) {
+	r := dial(t, startServer(t).url(), false)
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 5000, ErrorRate: 0.01, Growth: 1, Seed: 2})
+	for i := range uint64(5000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, Push(ctx, f, r, "whole", smallParts))
+	c, err := NewChecker(ctx, r, "whole")
+	require.NoError(t, err)
+	keys := make([][]byte, 500)
+	for i := range keys {
+		keys[i] = key(uint64(i * 10))
+	}
+	var stop atomic.Bool
+	var absent, checks atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var out []bool
+		for !stop.Load() {
+			out, err := c.ContainsBatch(ctx, keys, out)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			checks.Add(1)
+			for _, present := range out {
+				if !present {
+					absent.Add(1)
+				}
+			}
+		}
+	})
+	for i := range uint64(30) {
+		require.NoError(t, f.Add(key(10_000+i), 5000+i))
+		require.NoError(t, Push(ctx, f, r, "whole", smallParts))
+	}
+	stop.Store(true)
+	wg.Wait()
+	assert.Zero(t, absent.Load())
+	assert.Positive(t, checks.Load())
+	t.Logf("%d batches checked during 30 full copies", checks.Load())
+}
+
+// TestBadAnswers: what the mirror did not write gives clear errors, never a
+// panic, never a damaged local file.
+func TestBadAnswers(t *testing.T) {
+	s := startServer(t)
+	r := dial(t, s.url(), false)
+	raw := rawClient(t, s)
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 9})
+	workload(t, f, rand.New(rand.NewPCG(5, 5)), 3000, 0)
+
+	_, err := NewChecker(ctx, r, "nothing")
+	assert.ErrorIs(t, err, ErrNotMirrored)
+	_, err = NewChecker(ctx, r, "{bad}")
+	assert.ErrorIs(t, err, ErrInvalidName)
+
+	require.NoError(t, raw.Set(ctx, "{foreign}:meta", "somebody else's value", 0).Err())
+	_, err = NewChecker(ctx, r, "foreign")
+	assert.ErrorIs(t, err, ErrBadAnswer)
+	assert.ErrorIs(t, Push(ctx, f, r, "foreign", nil), ErrBadAnswer, "a foreign key is not overwritten")
+	assert.Equal(t, "somebody else's value", raw.Get(ctx, "{foreign}:meta").Val())
+	m, err := Attach(f, r, "foreign", nil)
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	assert.Error(t, m.Flush(short))
+	cancel()
+	assert.Contains(t, m.Stats().LastError, "not a tallybloom mirror")
+	require.NoError(t, m.Close())
+
+	require.NoError(t, raw.HSet(ctx, "{other}:meta", "format", "something-else", "gen", "1").Err())
+	_, err = Pull(ctx, r, "other")
+	assert.ErrorIs(t, err, ErrBadAnswer)
+
+	require.NoError(t, Push(ctx, f, r, "good", smallParts))
+	require.NoError(t, raw.HSet(ctx, "{good}:meta", "dir", `[{"level":0,"first_id":0,"capacity":10,"k":99,"blocks":1}]`).Err())
+	_, err = NewChecker(ctx, r, "good")
+	assert.ErrorIs(t, err, ErrBadAnswer, "a hostile geometry is refused before use")
+	require.NoError(t, raw.HSet(ctx, "{good}:meta", "dir", `[{"level":0,"first_id":0,"capacity":10,"k":7,"blocks":1073741824}]`).Err())
+	_, err = Pull(ctx, r, "good")
+	assert.Error(t, err, "a copy claiming 64 GiB it does not hold")
+
+	require.NoError(t, Push(ctx, f, r, "parts", smallParts))
+	require.NoError(t, raw.Del(ctx, "{parts}:g1:l0:p1").Err())
+	path := filepath.Join(t.TempDir(), "restored.tb")
+	_, err = Restore(ctx, r, "parts", path, nil)
+	assert.ErrorIs(t, err, ErrBadAnswer)
+	assert.NoFileExists(t, path, "a failed restore leaves no file")
+
+	require.NoError(t, raw.Del(ctx, "{parts}:g1:l0:p0").Err())
+	require.NoError(t, raw.RPush(ctx, "{parts}:g1:l0:p0", "not a string").Err())
+	c, err := NewChecker(ctx, r, "parts")
+	require.NoError(t, err)
+	_, err = c.ContainsBatch(ctx, [][]byte{key(1), key(2), key(3)}, nil)
+	assert.Error(t, err)
+	assert.False(t, errors.Is(err, ErrNotMirrored))
+
+	require.NoError(t, f.Close())
+	assert.NoError(t, engine.Verify(f.Path()), "the local file is untouched")
+}
