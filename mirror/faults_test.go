@@ -1,3 +1,5 @@
+//go:build unix
+
 package mirror
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
 )
 
 // proxy forwards loopback connections to a server and, while cut is
@@ -95,8 +98,8 @@ func (p *proxy) serve(client net.Conn) {
 // mirror converges to the file's exact bytes, and a batch Redis already
 // applied is not applied again.
 func TestFaultsConverge(t *testing.T) {
-	s := startServer(t)
-	p := startProxy(t, s.addr())
+	s := redistest.StartServer(t)
+	p := startProxy(t, s.Addr())
 	r := dial(t, p.url(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -125,7 +128,7 @@ func TestFaultsConverge(t *testing.T) {
 	})
 	t.Run("Redis restarted empty", func(t *testing.T) {
 		before := m.Stats().Recopies
-		s.restart()
+		s.Restart()
 		next = workload(t, f, rng, 2000, next)
 		require.NoError(t, m.Flush(ctx))
 		requireSame(t, ctx, r, "faults", f)
@@ -133,11 +136,11 @@ func TestFaultsConverge(t *testing.T) {
 	})
 	t.Run("Redis paused past the queue's bound", func(t *testing.T) {
 		before := m.Stats().Recopies
-		s.pause()
+		s.Pause()
 		next = workload(t, f, rng, 1500, next)
 		assert.LessOrEqual(t, m.Stats().QueueDepth, 300, "the queue stays bounded")
 		time.Sleep(100 * time.Millisecond)
-		s.resume()
+		s.Resume()
 		require.NoError(t, m.Flush(ctx))
 		requireSame(t, ctx, r, "faults", f)
 		assert.Greater(t, m.Stats().Recopies, before)
@@ -150,7 +153,7 @@ func TestFaultsConverge(t *testing.T) {
 // TestCopyIsSeenWhole: while full copies replace each other, a checker
 // never reports absent a key present in the old copy and the new.
 func TestCopyIsSeenWhole(t *testing.T) {
-	r := dial(t, startServer(t).url(), false)
+	r := dial(t, redistest.StartServer(t).URL(), false)
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 5000, ErrorRate: 0.01, Growth: 1, Seed: 2})
 	for i := range uint64(5000) {
@@ -196,9 +199,9 @@ func TestCopyIsSeenWhole(t *testing.T) {
 // TestBadAnswers: what the mirror did not write gives clear errors, never a
 // panic, never a damaged local file.
 func TestBadAnswers(t *testing.T) {
-	s := startServer(t)
-	r := dial(t, s.url(), false)
-	raw := rawClient(t, s)
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	raw := redistest.Client(t, s)
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 9})
 	workload(t, f, rand.New(rand.NewPCG(5, 5)), 3000, 0)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package mirror
 
 import (
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
 )
 
 func key(i uint64) []byte { return binary.LittleEndian.AppendUint64([]byte("mirror-key-"), i) }
@@ -91,9 +94,9 @@ func TestMirrorHoldsExactlyTheFile(t *testing.T) {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
 			url := ""
 			if cluster {
-				url = startCluster(t)
+				url = redistest.StartCluster(t)
 			} else {
-				url = startServer(t).url()
+				url = redistest.StartServer(t).URL()
 			}
 			r := dial(t, url, cluster)
 			ctx := context.Background()
@@ -122,7 +125,7 @@ func TestMirrorHoldsExactlyTheFile(t *testing.T) {
 // TestCheckerAgrees: a Checker with no local file agrees with the filter on
 // 100 000 members and 100 000 non-members.
 func TestCheckerAgrees(t *testing.T) {
-	r := dial(t, startServer(t).url(), false)
+	r := dial(t, redistest.StartServer(t).URL(), false)
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 30_000, ErrorRate: 0.01, Growth: 1, Seed: 3})
 	m, err := Attach(f, r, "agree", nil)
@@ -172,7 +175,7 @@ func TestCheckerAgrees(t *testing.T) {
 // TestRestore: a file restored from Redis has byte-identical counters and
 // answers the same; Push refills Redis from a file.
 func TestRestore(t *testing.T) {
-	r := dial(t, startServer(t).url(), false)
+	r := dial(t, redistest.StartServer(t).URL(), false)
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 5})
 	workload(t, f, rand.New(rand.NewPCG(3, 3)), 6000, 0)

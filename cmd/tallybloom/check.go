@@ -18,46 +18,75 @@ type checkResult struct {
 
 func checkCommand() *cobra.Command {
 	var quiet, asJSON, rollup bool
+	var remote redisFlags
 	cmd := &cobra.Command{
 		Use:   "check FILE [KEY ...]",
 		Short: "Check keys",
 		Long: `Print present<TAB>KEY or absent<TAB>KEY for each key (of the arguments, or
 of standard input, one a line). Exits 0 when every key is present, 1 when
 any is absent. FILE may be a filter file, an export or a frozen export,
-binary or base64.
+binary or base64. With --redis URL --name NAME there is no FILE: keys are
+checked against the copy in Redis (see mirror push), with the same output.
 
 --rollup treats each key as a URL and checks it and its parents, in the
 canonical form add --url stores: the host with each path prefix, the host,
 and each parent domain down to the registrable one (example.co.uk, not
 co.uk). A URL is present when any of them is; the line names the match.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 {
-				return usageError(cmd, fmt.Errorf("FILE is required"))
+			if remote.url == "" && len(args) < 1 {
+				return usageError(cmd, fmt.Errorf("FILE is required (or --redis and --name)"))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, closeFilter, err := openForCheck(args[0])
-			if err != nil {
-				return err
+			var c batchChecker
+			if remote.url != "" {
+				rc, closeRedis, err := remote.checker(cmd.Context())
+				if err != nil {
+					return err
+				}
+				defer closeRedis()
+				c = rc
+			} else {
+				local, closeFilter, err := openForCheck(args[0])
+				if err != nil {
+					return err
+				}
+				defer closeFilter()
+				c = localChecker{local}
+				args = args[1:]
 			}
-			defer closeFilter()
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			defer out.Flush()
 			absent := 0
-			err = eachKey(args[1:], cmd.InOrStdin(), keyOptions{}, func(k keyItem) error {
-				r, err := checkKey(c, k.key, rollup)
+			var pending []keyItem
+			flush := func() error {
+				results, err := checkKeys(c, pending, rollup)
 				if err != nil {
-					return fmt.Errorf("line %d: %w", k.line, err)
+					return err
 				}
-				if !r.Present {
-					absent++
+				for _, r := range results {
+					if !r.Present {
+						absent++
+					}
+					if !quiet {
+						if err := writeCheck(out, r, asJSON); err != nil {
+							return err
+						}
+					}
 				}
-				if quiet {
-					return nil
+				pending = pending[:0]
+				return nil
+			}
+			err := eachKey(args, cmd.InOrStdin(), keyOptions{}, func(k keyItem) error {
+				if pending = append(pending, k); len(pending) == checkBatch {
+					return flush()
 				}
-				return writeCheck(out, r, asJSON)
+				return nil
 			})
+			if err == nil {
+				err = flush()
+			}
 			if err != nil {
 				return err
 			}
@@ -70,27 +99,64 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; the exit code answers")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line")
 	cmd.Flags().BoolVar(&rollup, "rollup", false, "check each URL and its parent domains and paths")
+	remote.register(cmd, false)
 	return cmd
 }
 
-// checkKey checks key, or with rollup the URL key and its parents.
-func checkKey(c checker, key string, rollup bool) (checkResult, error) {
-	r := checkResult{Key: key}
-	if !rollup {
-		r.Present = c.ContainsString(key)
-		return r, nil
+// checkBatch is the number of keys checked in one go (one round trip to
+// Redis).
+const checkBatch = 512
+
+// batchChecker answers many keys at once.
+type batchChecker interface {
+	ContainsBatch(keys []string) ([]bool, error)
+}
+
+// localChecker is a filter, an export or a frozen export.
+type localChecker struct{ c checker }
+
+func (l localChecker) ContainsBatch(keys []string) ([]bool, error) {
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = l.c.ContainsString(k)
 	}
-	candidates, err := rollupCandidates(key)
+	return out, nil
+}
+
+// checkKeys checks items, or with rollup each URL's candidates (the most
+// specific that is present is the match), all in one batch.
+func checkKeys(c batchChecker, items []keyItem, rollup bool) ([]checkResult, error) {
+	var keys []string
+	spans := make([][2]int, len(items)) // each item's candidates in keys
+	for i, item := range items {
+		candidates := []string{item.key}
+		if rollup {
+			var err error
+			if candidates, err = rollupCandidates(item.key); err != nil {
+				return nil, fmt.Errorf("line %d: %w", item.line, err)
+			}
+		}
+		spans[i] = [2]int{len(keys), len(keys) + len(candidates)}
+		keys = append(keys, candidates...)
+	}
+	present, err := c.ContainsBatch(keys)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
-	for _, candidate := range candidates {
-		if c.ContainsString(candidate) {
-			r.Present, r.Match = true, candidate
-			break
+	results := make([]checkResult, len(items))
+	for i, item := range items {
+		results[i] = checkResult{Key: item.key}
+		for j := spans[i][0]; j < spans[i][1]; j++ {
+			if present[j] {
+				results[i].Present = true
+				if rollup {
+					results[i].Match = keys[j]
+				}
+				break
+			}
 		}
 	}
-	return r, nil
+	return results, nil
 }
 
 func writeCheck(out io.Writer, r checkResult, asJSON bool) error {

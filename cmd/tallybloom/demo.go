@@ -106,11 +106,11 @@ func demo(out, errOut io.Writer, path string) error {
 		"https://docs.example.org/getting-started",     // never reported
 		"https://cheap-hosting.example/pricing",        // the hoster itself was not reported
 	} {
-		r, err := checkKey(f, url, true)
+		results, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, true)
 		if err != nil {
 			return err
 		}
-		if err := writeCheck(w, r, false); err != nil {
+		if err := writeCheck(w, results[0], false); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,9 @@
 //	tallybloom export FILE OUT [--frozen] [--base64]
 //	tallybloom import IN FILE
 //	tallybloom demo [DIR]
+//	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
+//	tallybloom mirror pull FILE --redis URL --name NAME [--cluster]
+//	tallybloom check --redis URL --name NAME [-q] [--json] [--rollup] [KEY ...]
 //
 // Exit codes: 0 when all is well, 1 when the answer is "no" (a key absent,
 // a key to remove not found, a damaged file), 2 on an error (a missing file,

@@ -52,18 +52,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(cmd, err)
 	})
 	root.AddCommand(createCommand(), changeCommand("add"), changeCommand("remove"), checkCommand(),
-		statsCommand(), verifyCommand(), dropBeforeCommand(), exportCommand(), importCommand(), demoCommand())
+		statsCommand(), verifyCommand(), dropBeforeCommand(), exportCommand(), importCommand(), demoCommand(), mirrorCommand())
 	// An error before a command's body runs (a required flag, flags that
 	// exclude each other, an unknown command) is a usage error.
 	started := false
-	for _, cmd := range root.Commands() {
+	var mark func(*cobra.Command)
+	mark = func(cmd *cobra.Command) {
 		if body := cmd.RunE; body != nil {
 			cmd.RunE = func(cmd *cobra.Command, args []string) error {
 				started = true
 				return body(cmd, args)
 			}
 		}
+		for _, sub := range cmd.Commands() {
+			mark(sub)
+		}
 	}
+	mark(root)
 
 	cmd, err := root.ExecuteC()
 	if err == nil {

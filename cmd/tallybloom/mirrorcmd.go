@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/mirror"
+)
+
+// redisFlags are --redis, --name and --cluster.
+type redisFlags struct {
+	url, name string
+	cluster   bool
+}
+
+func (r *redisFlags) register(cmd *cobra.Command, required bool) {
+	cmd.Flags().StringVar(&r.url, "redis", "", "Redis URL: redis://[user:password@]host:port, or rediss:// for TLS")
+	cmd.Flags().StringVar(&r.name, "name", "", "the filter's name in Redis")
+	cmd.Flags().BoolVar(&r.cluster, "cluster", false, "Redis is a cluster (more nodes as ?addr=host:port)")
+	if required {
+		_ = cmd.MarkFlagRequired("redis")
+		_ = cmd.MarkFlagRequired("name")
+	} else {
+		cmd.MarkFlagsRequiredTogether("redis", "name")
+	}
+}
+
+func (r *redisFlags) dial() (mirror.Redis, error) {
+	if r.cluster {
+		return mirror.DialCluster(r.url)
+	}
+	return mirror.Dial(r.url)
+}
+
+// checker is a Checker on the copy named by the flags.
+func (r *redisFlags) checker(ctx context.Context) (batchChecker, func() error, error) {
+	client, err := r.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := mirror.NewChecker(ctx, client, r.name)
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return remoteChecker{ctx, c}, client.Close, nil
+}
+
+type remoteChecker struct {
+	ctx context.Context
+	c   *mirror.Checker
+}
+
+func (r remoteChecker) ContainsBatch(keys []string) ([]bool, error) {
+	batch := make([][]byte, len(keys))
+	for i, k := range keys {
+		batch[i] = []byte(k)
+	}
+	return r.c.ContainsBatch(r.ctx, batch, nil)
+}
+
+func mirrorCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mirror",
+		Short: "Copy a filter into Redis and back",
+	}
+	cmd.AddCommand(mirrorPushCommand(), mirrorPullCommand())
+	return cmd
+}
+
+func mirrorPushCommand() *cobra.Command {
+	var remote redisFlags
+	var follow bool
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "push FILE --redis URL --name NAME",
+		Short: "Copy a filter file into Redis",
+		Long: `Copy FILE into Redis under NAME, replacing the copy there in one switch
+(checkers see the old copy or the new). With --follow, keep going: copy
+again whenever the file changes, until interrupted. A process that owns the
+file ships its changes one by one instead (mirror.Attach).`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := remote.dial()
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			f, err := engine.Open(args[0], &engine.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			pushed := uint64(0)
+			for {
+				if seq := f.Stats().MemSeq; seq != pushed || pushed == 0 {
+					if err := mirror.Push(ctx, f, client, remote.name, nil); err != nil {
+						return err
+					}
+					pushed = seq
+					fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
+				}
+				if !follow {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(every):
+				}
+			}
+		},
+	}
+	remote.register(cmd, true)
+	cmd.Flags().BoolVar(&follow, "follow", false, "copy again whenever the file changes, until interrupted")
+	cmd.Flags().DurationVar(&every, "every", time.Second, "with --follow, how often to look for changes")
+	return cmd
+}
+
+func mirrorPullCommand() *cobra.Command {
+	var remote redisFlags
+	cmd := &cobra.Command{
+		Use:   "pull FILE --redis URL --name NAME",
+		Short: "Create a filter file from its copy in Redis",
+		Long:  `Create FILE from the copy named NAME in Redis: byte-identical counters, same parameters, directory and sequence.`,
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := remote.dial()
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			start := time.Now()
+			f, err := mirror.Restore(cmd.Context(), client, remote.name, args[0], nil)
+			if errors.Is(err, mirror.ErrNotMirrored) {
+				return fmt.Errorf("%w: %q on %s", err, remote.name, mirror.Redact(remote.url))
+			}
+			if err != nil {
+				return err
+			}
+			s := f.Stats()
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "pulled %q into %s: %d keys in %d sub-filters at sequence %d, in %s\n",
+				remote.name, args[0], s.Count, len(s.SubFilters), s.MemSeq, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	remote.register(cmd, true)
+	return cmd
+}

@@ -1,0 +1,127 @@
+//go:build unix
+
+// Package redistest starts real Redis servers and clusters for tests: on
+// free loopback ports, without persistence (a restart is a Redis that lost
+// its data), stopped when the test ends. When redis-server is not on the
+// PATH, the test fails and says how to install it.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// Server is a redis-server process of a test.
+type Server struct {
+	t    *testing.T
+	port int
+	args []string
+	cmd  *exec.Cmd
+}
+
+func RequireRedisServer(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is not on the PATH: install it (on Debian, apt-get install redis-server); ./scripts/test does so when it is missing")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartServer starts a server with extra redis-server arguments.
+func StartServer(t *testing.T, extra ...string) *Server {
+	t.Helper()
+	RequireRedisServer(t)
+	s := &Server{t: t, port: freePort(t)}
+	s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--protected-mode", "no"}, extra...)
+	s.start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+func (s *Server) start() {
+	s.cmd = exec.Command("redis-server", s.args...)
+	require.NoError(s.t, s.cmd.Start())
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	// Any answer, NOAUTH included, means the server is up.
+	for err := c.Ping(context.Background()).Err(); err != nil && !strings.Contains(err.Error(), "NOAUTH"); err = c.Ping(context.Background()).Err() {
+		require.True(s.t, time.Now().Before(deadline), "redis-server on %s did not answer", s.Addr())
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+// Kill stops the server.
+func (s *Server) Kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+}
+
+// Restart kills the server and starts it again, empty.
+func (s *Server) Restart() {
+	s.Kill()
+	s.start()
+}
+
+// Pause stops the server's process without ending it; Resume goes on.
+func (s *Server) Pause()  { require.NoError(s.t, s.cmd.Process.Signal(syscall.SIGSTOP)) }
+func (s *Server) Resume() { require.NoError(s.t, s.cmd.Process.Signal(syscall.SIGCONT)) }
+
+// StartCluster starts three nodes and joins them into a cluster, returning
+// its URL (the first node, the others as ?addr= parameters).
+func StartCluster(t *testing.T) string {
+	t.Helper()
+	var nodes []*Server
+	for range 3 {
+		nodes = append(nodes, StartServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"))
+	}
+	args := []string{"--cluster", "create"}
+	for _, n := range nodes {
+		args = append(args, n.Addr())
+	}
+	out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, _ := exec.Command("redis-cli", "-p", strconv.Itoa(nodes[0].port), "cluster", "info").Output()
+		if strings.Contains(string(info), "cluster_state:ok") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "cluster did not come up: %s", info)
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Sprintf("redis://%s?addr=%s&addr=%s", nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr())
+}
+
+// Client is a plain go-redis client of s, for tests that meddle with Redis.
+func Client(t *testing.T, s *Server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
