@@ -152,8 +152,9 @@ func TestFaultsConverge(t *testing.T) {
 
 // TestCopyIsSeenWhole: while full copies replace each other, a checker
 // never reports absent a key present in the old copy and the new.
-func TestCopyIsSeenWhole(t *testing.T) {
-	r := dial(t, redistest.StartServer(t).URL(), false)
+func TestCopyIsSeenWhole(t *testing.T) { eachRedis(t, testCopyIsSeenWhole) }
+
+func testCopyIsSeenWhole(t *testing.T, r Redis) {
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 5000, ErrorRate: 0.01, Growth: 1, Seed: 2})
 	for i := range uint64(5000) {

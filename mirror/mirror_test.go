@@ -125,7 +125,16 @@ func TestMirrorHoldsExactlyTheFile(t *testing.T) {
 // TestCheckerAgrees: a Checker with no local file agrees with the filter on
 // 100 000 members and 100 000 non-members.
 func TestCheckerAgrees(t *testing.T) {
-	r := dial(t, redistest.StartServer(t).URL(), false)
+	eachRedis(t, testCheckerAgrees)
+}
+
+// eachRedis runs test against one server and against a cluster.
+func eachRedis(t *testing.T, test func(*testing.T, Redis)) {
+	t.Run("standalone", func(t *testing.T) { test(t, dial(t, redistest.StartServer(t).URL(), false)) })
+	t.Run("cluster", func(t *testing.T) { test(t, dial(t, redistest.StartCluster(t), true)) })
+}
+
+func testCheckerAgrees(t *testing.T, r Redis) {
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 30_000, ErrorRate: 0.01, Growth: 1, Seed: 3})
 	m, err := Attach(f, r, "agree", nil)
@@ -174,8 +183,9 @@ func TestCheckerAgrees(t *testing.T) {
 
 // TestRestore: a file restored from Redis has byte-identical counters and
 // answers the same; Push refills Redis from a file.
-func TestRestore(t *testing.T) {
-	r := dial(t, redistest.StartServer(t).URL(), false)
+func TestRestore(t *testing.T) { eachRedis(t, testRestore) }
+
+func testRestore(t *testing.T, r Redis) {
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 5})
 	workload(t, f, rand.New(rand.NewPCG(3, 3)), 6000, 0)
