@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
+	"github.com/tallybloom/tallybloom/mirror"
 )
 
 var sizesFlag = flag.String("sizes", "ci", `filter sizes: "ci" (tiny), "short" or "full"`)
@@ -334,4 +337,72 @@ func BenchmarkOpen(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkMirrorShip adds keys to a filter mirrored to a local Redis and
+// waits until Redis holds them all: the time per op is the time per change
+// shipped.
+func BenchmarkMirrorShip(b *testing.B) {
+	r, err := mirror.Dial(redistest.StartServer(b).URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	f, err := engine.Create(filepath.Join(b.TempDir(), "ship.tb"), engine.Config{Capacity: uint64(max(b.N, 1000)), ErrorRate: ErrorRate, Seed: 1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	m, err := mirror.Attach(f, r, "ship", &mirror.Options{MaxQueue: max(b.N, 1000) + 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	keys := Keys(probeKeys, 7)
+	ctx := context.Background()
+	if err := m.Flush(ctx); err != nil { // the first full copy
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		_ = f.Add(keys[i%len(keys)], 1)
+	}
+	if err := m.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "changes/s")
+	if m.Stats().Recopies > 1 {
+		b.Fatalf("%d full copies: the queue overflowed", m.Stats().Recopies)
+	}
+}
+
+// BenchmarkRemoteCheck checks keys against a copy in a local Redis, 1000
+// keys a round trip, from one process.
+func BenchmarkRemoteCheck(b *testing.B) {
+	s := sizes(b)[0]
+	r, err := mirror.Dial(redistest.StartServer(b).URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	f := filledSubject(b, Tallybloom, s).(*tally)
+	ctx := context.Background()
+	if err := mirror.Push(ctx, f.f, r, "remote", nil); err != nil {
+		b.Fatal(err)
+	}
+	c, err := mirror.NewChecker(ctx, r, "remote")
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
+	var out []bool
+	i := 0
+	for b.Loop() {
+		start := (i * 1000) % (len(keys) - 1000)
+		if out, err = c.ContainsBatch(ctx, keys[start:start+1000], out); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "keys/s")
 }

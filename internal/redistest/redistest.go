@@ -23,20 +23,20 @@ import (
 
 // Server is a redis-server process of a test.
 type Server struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	args []string
 	cmd  *exec.Cmd
 }
 
-func RequireRedisServer(t *testing.T) {
+func RequireRedisServer(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server is not on the PATH: install it (on Debian, apt-get install redis-server); ./scripts/test does so when it is missing")
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func freePort(t *testing.T) int {
 }
 
 // StartServer starts a server with extra redis-server arguments.
-func StartServer(t *testing.T, extra ...string) *Server {
+func StartServer(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	RequireRedisServer(t)
 	s := &Server{t: t, port: freePort(t)}
@@ -95,7 +95,7 @@ func (s *Server) Resume() { require.NoError(s.t, s.cmd.Process.Signal(syscall.SI
 
 // StartCluster starts three nodes and joins them into a cluster, returning
 // its URL (the first node, the others as ?addr= parameters).
-func StartCluster(t *testing.T) string {
+func StartCluster(t testing.TB) string {
 	t.Helper()
 	var nodes []*Server
 	for range 3 {
@@ -120,7 +120,7 @@ func StartCluster(t *testing.T) string {
 }
 
 // Client is a plain go-redis client of s, for tests that meddle with Redis.
-func Client(t *testing.T, s *Server) *redis.Client {
+func Client(t testing.TB, s *Server) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -154,6 +154,8 @@ func targets(r map[string]result) []target {
 			"ContainsBatch starts the misses of sixteen keys before testing any; on this machine that is at the edge of the target, and larger groups or warming the TLB (page walks under virtualization dominate) would be the next step"},
 		{"Contains on all cores vs 1 (throughput)", ns("ContainsParallel/1M/tallybloom/procs=1") / ns(fmt.Sprintf("ContainsParallel/1M/tallybloom/procs=%d", runtime.NumCPU())), 0, 1.8, ""},
 		{"Open, 4 GiB vs 1 MiB", ns("Open/4GiB") / ns("Open/1MiB"), 2, 0, ""},
+		{"Mirror: changes shipped to a local Redis, per second (x 200 000)", get(r, "MirrorShip", "changes/s") / 200_000, 0, 1, ""},
+		{"Mirror: keys checked from Redis by one process, per second (x 100 000)", get(r, "RemoteCheck", "keys/s") / 100_000, 0, 1, ""},
 		{"bits per key vs 4 x 1.44 x log2(1/p) at p = 0.1%", get(r, "Contains/1M/tallybloom/member", "bits/key") / idealBits, 1.25, 0,
 			"a 64-byte block of 128 counters costs 1.30x the ideal at p = 0.1%; two-line blocks would cost about 1.15x, at one more cache line per lookup"},
 	}
@@ -215,11 +217,13 @@ func write(r map[string]result, mode string, count int, took time.Duration, char
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		other := ""
-		if v := get(r, name, "ns/key"); !math.IsNaN(v) {
-			other = fmt.Sprintf("%.1f ns/key", v)
+		var other []string
+		for _, metric := range []string{"ns/key", "changes/s", "keys/s"} {
+			if v := get(r, name, metric); !math.IsNaN(v) {
+				other = append(other, fmt.Sprintf("%.1f %s", v, metric))
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %s |\n", name, get(r, name, "ns/op"), optional(get(r, name, "allocs/op"), "%.0f"), other)
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %s |\n", name, get(r, name, "ns/op"), optional(get(r, name, "allocs/op"), "%.0f"), strings.Join(other, ", "))
 	}
 	return b.String()
 }
