@@ -94,7 +94,7 @@ func TestMirrorHoldsExactlyTheFile(t *testing.T) {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
 			url := ""
 			if cluster {
-				url = redistest.StartCluster(t)
+				url = redistest.StartCluster(t).URL()
 			} else {
 				url = redistest.StartServer(t).URL()
 			}
@@ -131,7 +131,7 @@ func TestCheckerAgrees(t *testing.T) {
 // eachRedis runs test against one server and against a cluster.
 func eachRedis(t *testing.T, test func(*testing.T, Redis)) {
 	t.Run("standalone", func(t *testing.T) { test(t, dial(t, redistest.StartServer(t).URL(), false)) })
-	t.Run("cluster", func(t *testing.T) { test(t, dial(t, redistest.StartCluster(t), true)) })
+	t.Run("cluster", func(t *testing.T) { test(t, dial(t, redistest.StartCluster(t).URL(), true)) })
 }
 
 func testCheckerAgrees(t *testing.T, r Redis) {

@@ -21,7 +21,7 @@ func TestMirrorCommands(t *testing.T) {
 			url := ""
 			var flags []string
 			if cluster {
-				url, flags = redistest.StartCluster(t), []string{"--cluster"}
+				url, flags = redistest.StartCluster(t).URL(), []string{"--cluster"}
 			} else {
 				url = redistest.StartServer(t).URL()
 			}

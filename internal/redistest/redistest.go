@@ -93,9 +93,59 @@ func (s *Server) Restart() {
 func (s *Server) Pause()  { require.NoError(s.t, s.cmd.Process.Signal(syscall.SIGSTOP)) }
 func (s *Server) Resume() { require.NoError(s.t, s.cmd.Process.Signal(syscall.SIGCONT)) }
 
-// StartCluster starts three nodes and joins them into a cluster, returning
-// its URL (the first node, the others as ?addr= parameters).
-func StartCluster(t testing.TB) string {
+// Cluster is three nodes joined into a Redis Cluster.
+type Cluster struct {
+	t     testing.TB
+	Nodes []*Server
+}
+
+// URL is the cluster's URL: the first node, the others as ?addr= parameters.
+func (c *Cluster) URL() string {
+	return fmt.Sprintf("redis://%s?addr=%s&addr=%s", c.Nodes[0].Addr(), c.Nodes[1].Addr(), c.Nodes[2].Addr())
+}
+
+// Restart restarts every node, empty of data but still a cluster.
+func (c *Cluster) Restart() {
+	for _, n := range c.Nodes {
+		n.Restart()
+	}
+	c.waitOK()
+}
+
+// Pause and Resume stop and continue every node.
+func (c *Cluster) Pause() {
+	for _, n := range c.Nodes {
+		n.Pause()
+	}
+}
+
+func (c *Cluster) Resume() {
+	for _, n := range c.Nodes {
+		n.Resume()
+	}
+}
+
+// ClusterClient is a plain go-redis cluster client, for tests that meddle.
+func (c *Cluster) ClusterClient() *redis.ClusterClient {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr(), c.Nodes[1].Addr(), c.Nodes[2].Addr()}})
+	c.t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+func (c *Cluster) waitOK() {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, _ := exec.Command("redis-cli", "-p", strconv.Itoa(c.Nodes[0].port), "cluster", "info").Output()
+		if strings.Contains(string(info), "cluster_state:ok") {
+			return
+		}
+		require.True(c.t, time.Now().Before(deadline), "cluster did not come up: %s", info)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// StartCluster starts three nodes and joins them into a cluster.
+func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	var nodes []*Server
 	for range 3 {
@@ -107,16 +157,9 @@ func StartCluster(t testing.TB) string {
 	}
 	out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
 	require.NoError(t, err, string(out))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		info, _ := exec.Command("redis-cli", "-p", strconv.Itoa(nodes[0].port), "cluster", "info").Output()
-		if strings.Contains(string(info), "cluster_state:ok") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "cluster did not come up: %s", info)
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Sprintf("redis://%s?addr=%s&addr=%s", nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr())
+	c := &Cluster{t: t, Nodes: nodes}
+	c.waitOK()
+	return c
 }
 
 // Client is a plain go-redis client of s, for tests that meddle with Redis.
