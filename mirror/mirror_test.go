@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,4 +209,31 @@ func testRestore(t *testing.T, r Redis) {
 	}
 	_, err = Restore(ctx, r, "restore", g.Path(), nil)
 	assert.ErrorIs(t, err, engine.ErrExists)
+}
+
+// A user, a password and TLS work, and the credentials appear in no error.
+func TestUserPasswordAndTLS(t *testing.T) {
+	s := redistest.StartTLSServer(t, "--user", "default", "off", "--user", "tally", "on", ">tally-secret", "~*", "&*", "+@all")
+	url := strings.Replace(s.URL(), "redis://", "rediss://tally:tally-secret@", 1) + "?skip_verify=true"
+	r := dial(t, url, false)
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 4})
+	for i := range uint64(100) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, Push(ctx, f, r, "tls", nil))
+	c, err := NewChecker(ctx, r, "tls")
+	require.NoError(t, err)
+	present, err := c.Contains(ctx, key(7))
+	require.NoError(t, err)
+	assert.True(t, present)
+
+	wrong := dial(t, strings.Replace(url, "tally-secret", "wrong-secret", 1), false)
+	err = Push(ctx, f, wrong, "tls", nil)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "wrong-secret")
+	_, err = Dial("rediss://tally:tally-secret@[bad")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "tally-secret", "a bad URL is reported without its password")
+	assert.Equal(t, "rediss://tally:xxxxx@127.0.0.1:6379", Redact("rediss://tally:tally-secret@127.0.0.1:6379"))
 }

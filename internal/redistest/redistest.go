@@ -8,9 +8,19 @@ package redistest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +37,7 @@ type Server struct {
 	port int
 	args []string
 	cmd  *exec.Cmd
+	tls  *tls.Config // for a TLS-only server
 }
 
 func RequireRedisServer(t testing.TB) {
@@ -59,7 +70,7 @@ func StartServer(t testing.TB, extra ...string) *Server {
 func (s *Server) start() {
 	s.cmd = exec.Command("redis-server", s.args...)
 	require.NoError(s.t, s.cmd.Start())
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), TLSConfig: s.tls})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	// Any answer, NOAUTH included, means the server is up.
@@ -67,6 +78,40 @@ func (s *Server) start() {
 		require.True(s.t, time.Now().Before(deadline), "redis-server on %s did not answer", s.Addr())
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// StartTLSServer starts a server that speaks TLS only, with a self-signed
+// certificate made for the test, and extra redis-server arguments.
+func StartTLSServer(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	RequireRedisServer(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	selfSigned(t, certFile, keyFile)
+	s := &Server{t: t, port: freePort(t), tls: &tls.Config{InsecureSkipVerify: true}}
+	s.args = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile, "--tls-auth-clients", "no"}, extra...)
+	s.start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t testing.TB, certFile, keyFile string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	template := x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &template, &template, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 }
 
 // Addr is the server's host:port.
