@@ -254,9 +254,12 @@ func TestDemo(t *testing.T) {
 }
 
 // A fixed filter of 100 URLs at 1%, exported frozen and in base64, fits a
-// cookie: under 200 bytes, and still at or below 1% false positives.
+// cookie: under 200 bytes, and still at or below 1% false positives. The
+// seed is pinned: the expected rate is 0.73%, but with 100 keys filters
+// differ (over 2000 seeds the exact rate had median 0.72%, 99th percentile
+// 0.95%, and 0.4% of them just above 1%).
 func TestFrozenFixedFilterFitsACookie(t *testing.T) {
-	path := newFile(t, "--fixed", "--capacity", "100", "--error-rate", "0.01")
+	path := newFile(t, "--fixed", "--capacity", "100", "--error-rate", "0.01", "--seed", "1")
 	urls := make([]string, 100)
 	for i := range urls {
 		urls[i] = fmt.Sprintf("https://spam-%d.example/offer", i)
