@@ -94,6 +94,23 @@ func (p *proxy) serve(client net.Conn) {
 	}
 }
 
+// mirroredForFaults is a filter mirrored with small parts, a small queue and
+// short timeouts, after a first workload has reached Redis.
+func mirroredForFaults(t *testing.T, r Redis, seed uint64) (context.Context, *engine.Filter, *Mirror, *rand.Rand, uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	f := newFilter(t, engine.Config{Capacity: 1500, ErrorRate: 0.01, Growth: 1, Seed: seed})
+	m, err := Attach(f, r, "faults", &Options{PartBytes: 4096, MaxQueue: 300, BatchSize: 64, Timeout: 300 * time.Millisecond, Backoff: 5 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	rng := rand.New(rand.NewPCG(seed, seed))
+	next := workload(t, f, rng, 1500, 0)
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "faults", f)
+	return ctx, f, m, rng, next
+}
+
 // TestFaultsConverge: connections cut between a batch and its answer, Redis
 // restarted empty, Redis paused past the queue's bound. After each, the
 // mirror converges to the file's exact bytes, and a batch Redis already
@@ -102,16 +119,7 @@ func TestFaultsConverge(t *testing.T) {
 	s := redistest.StartServer(t)
 	p := startProxy(t, s.Addr())
 	r := dial(t, p.url(), false)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 1500, ErrorRate: 0.01, Growth: 1, Seed: 11})
-	m, err := Attach(f, r, "faults", &Options{PartBytes: 4096, MaxQueue: 300, BatchSize: 64, Timeout: 300 * time.Millisecond, Backoff: 5 * time.Millisecond})
-	require.NoError(t, err)
-	defer m.Close()
-	rng := rand.New(rand.NewPCG(4, 4))
-	next := workload(t, f, rng, 2000, 0)
-	require.NoError(t, m.Flush(ctx))
-	requireSame(t, ctx, r, "faults", f)
+	ctx, f, m, rng, next := mirroredForFaults(t, r, 11)
 
 	t.Run("answers lost", func(t *testing.T) {
 		// Small steps, so the queue stays below its bound while batches
@@ -158,16 +166,7 @@ func TestFaultsConverge(t *testing.T) {
 func TestClusterFaultsConverge(t *testing.T) {
 	c := redistest.StartCluster(t)
 	r := dial(t, c.URL(), true)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 1500, ErrorRate: 0.01, Growth: 1, Seed: 13})
-	m, err := Attach(f, r, "faults", &Options{PartBytes: 4096, MaxQueue: 300, BatchSize: 64, Timeout: 300 * time.Millisecond, Backoff: 5 * time.Millisecond})
-	require.NoError(t, err)
-	defer m.Close()
-	rng := rand.New(rand.NewPCG(6, 6))
-	next := workload(t, f, rng, 1000, 0)
-	require.NoError(t, m.Flush(ctx))
-	requireSame(t, ctx, r, "faults", f)
+	ctx, f, m, rng, next := mirroredForFaults(t, r, 13)
 
 	before := m.Stats().Recopies
 	c.Restart()
