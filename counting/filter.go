@@ -62,9 +62,6 @@ func New(counters []byte, g Geometry, salt uint64) (*Filter, error) {
 	}, nil
 }
 
-// Geometry is the filter's shape.
-func (f *Filter) Geometry() Geometry { return f.geometry }
-
 // Contains reports whether every counter of the key is non-zero. It stops at
 // the first zero counter, so keys never added usually cost one or two loads.
 func (f *Filter) Contains(h Hash) bool {

@@ -88,16 +88,33 @@ func (c *Chain) SubFilters() []*SubFilter { return *c.current.Load() }
 // their cache misses overlap: a key in none of them costs about one miss,
 // not one per sub-filter.
 func (c *Chain) Contains(h counting.Hash) bool {
-	if len(*c.current.Load()) > 1 {
-		c.Warm(h)
+	subs := c.current.Load()
+	if len(*subs) > 1 {
+		warm(*subs, h)
 	}
-	return c.ContainsWarmed(h)
+	return containsIn(subs, h)
 }
 
 // ContainsWarmed is Contains without warming first: for a caller that has
 // just called Warm(h).
-func (c *Chain) ContainsWarmed(h counting.Hash) bool {
+func (c *Chain) ContainsWarmed(h counting.Hash) bool { return containsIn(c.current.Load(), h) }
+
+// Warm loads a word of the key's block in every sub-filter, so a batch can
+// start the cache misses of several keys before testing any.
+func (c *Chain) Warm(h counting.Hash) {
 	subs := c.current.Load()
+	warm(*subs, h)
+	runtime.KeepAlive(subs)
+}
+
+func warm(subs []*SubFilter, h counting.Hash) {
+	for _, s := range subs {
+		s.filter.Warm(h)
+	}
+}
+
+// containsIn tests the key against a snapshot, newest first.
+func containsIn(subs *[]*SubFilter, h counting.Hash) bool {
 	found := false
 	for i := len(*subs) - 1; i >= 0; i-- {
 		if (*subs)[i].filter.Contains(h) {
@@ -109,16 +126,6 @@ func (c *Chain) ContainsWarmed(h counting.Hash) bool {
 	// until no reader uses them.
 	runtime.KeepAlive(subs)
 	return found
-}
-
-// Warm loads a word of the key's block in every sub-filter, so a batch can
-// start the cache misses of several keys before testing any.
-func (c *Chain) Warm(h counting.Hash) {
-	subs := c.current.Load()
-	for _, s := range *subs {
-		s.filter.Warm(h)
-	}
-	runtime.KeepAlive(subs)
 }
 
 // Add adds the key to the sub-filter that owns id, opening a new sub-filter
