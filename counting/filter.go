@@ -27,13 +27,20 @@ func newShape(g Geometry, salt uint64) shape {
 }
 
 // block maps the hash onto [0, Blocks) with a multiply, not a division.
+// Sum is already uniform, and the salt's exclusive or is a bijection, so
+// the sub-filters of a chain need no further mixing per key: a lookup in
+// ten sub-filters stays short enough that all ten cache misses start before
+// the first returns.
 func (s *shape) block(h Hash) uint64 {
-	hi, _ := bits.Mul64(mix(h.Sum^s.blockSalt), s.geometry.Blocks)
+	hi, _ := bits.Mul64(h.Sum^s.blockSalt, s.geometry.Blocks)
 	return hi
 }
 
+// slots takes the key's first counters from Derived itself, salted: it is
+// uniform, so only a key that needs more than nine chunks pays for a mix.
 func (s *shape) slots(h Hash) slotStream {
-	return slotStream{state: h.Derived ^ s.slotSalt}
+	x := h.Derived ^ s.slotSalt
+	return slotStream{state: x, bits: x, left: 64 / 7}
 }
 
 // Filter is one counting Bloom filter over a caller-provided counter region.
@@ -260,7 +267,8 @@ func (s *flatStream) next() uint {
 }
 
 // slotStream yields a key's distinct counters within its block: 7-bit chunks
-// of a mixed state, skipping counters already taken.
+// of the salted state, then of successive mixes of it, skipping counters
+// already taken.
 type slotStream struct {
 	state uint64
 	bits  uint64
@@ -268,11 +276,10 @@ type slotStream struct {
 	taken [2]uint64
 }
 
-// first yields the stream's first counter. No counter is taken yet, so it
-// needs no loop, and it inlines.
+// first yields the stream's first counter. No counter is taken yet and the
+// first chunk is at hand, so it needs no loop, and it inlines.
 func (s *slotStream) first() uint {
-	s.state += 0x9e3779b97f4a7c15
-	s.bits, s.left = mix(s.state), 64/7-1
+	s.left--
 	c := uint(s.bits & (CountersPerBlock - 1))
 	s.bits >>= 7
 	s.taken[c>>6] |= 1 << (c & 63)

@@ -31,7 +31,7 @@ import (
 //	then crc32c u32 of every byte before it
 const (
 	ExportMagic   = "TBEXPORT"
-	ExportVersion = 1
+	ExportVersion = 2
 	exportHeader  = 68
 	exportSub     = 64
 )
@@ -48,7 +48,7 @@ const (
 //	is non-zero, byte i/8, most significant bit first), then crc32c u32.
 const (
 	FrozenMagic   = "TF"
-	FrozenVersion = 1
+	FrozenVersion = 2
 	frozenFlat    = 0x80 // in the k byte
 )
 

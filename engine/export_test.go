@@ -83,10 +83,12 @@ func TestDamagedExports(t *testing.T) {
 		"export short header":    {stream[:20], ErrCorrupt},
 		"export not ours":        {[]byte("PK\x03\x04 a zip file, not an export at all......................................"), ErrNotFilter},
 		"export newer":           {setByte(stream, 8, ExportVersion+1), ErrVersion},
+		"export older":           {setByte(stream, 8, ExportVersion-1), ErrVersion},
 		"export claims a lot":    {claimBlocks(stream, 1<<34), ErrCorrupt},
 		"frozen flipped bit":     {flipAt(frozen.Bytes(), frozen.Len()-10), ErrCorrupt},
 		"frozen truncated":       {frozen.Bytes()[:frozen.Len()-3], ErrCorrupt},
 		"frozen newer":           {setByte(frozen.Bytes(), 2, FrozenVersion+1), ErrVersion},
+		"frozen older":           {setByte(frozen.Bytes(), 2, FrozenVersion-1), ErrVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var err error

@@ -29,7 +29,7 @@ import (
 //	        +-------------------------------------------------------------+
 const (
 	Magic         = "TLYBLOOM"
-	FormatVersion = 1
+	FormatVersion = 2
 	PageSize      = 4096
 	HeaderPages   = 3
 	HeaderBytes   = HeaderPages * PageSize
@@ -142,7 +142,7 @@ func encodeSuperblock(b []byte, c Config) {
 }
 
 // decodeSuperblock checks the magic first, so that a file that is not a
-// filter says so, then the version, so that a newer file says so, then the
+// filter says so, then the version, so that a newer or older file says so, then the
 // checksum and every field.
 func decodeSuperblock(path string, b []byte) (Config, error) {
 	if len(b) < sbSize || string(b[sbMagic:sbMagic+len(Magic)]) != Magic {
@@ -153,7 +153,10 @@ func decodeSuperblock(path string, b []byte) (Config, error) {
 		if v > FormatVersion {
 			return Config{}, fmt.Errorf("%w: %s: format version %d is newer than %d; upgrade tallybloom", ErrVersion, path, v, FormatVersion)
 		}
-		return Config{}, corrupt(path, "format version %d", v)
+		if v == 0 {
+			return Config{}, corrupt(path, "format version 0")
+		}
+		return Config{}, fmt.Errorf("%w: %s: format version %d places keys differently from version %d; rebuild the filter from its keys", ErrVersion, path, v, FormatVersion)
 	}
 	if crc32.Checksum(b[:sbCRC], castagnoli) != le.Uint32(b[sbCRC:]) {
 		return Config{}, corrupt(path, "superblock checksum mismatch")

@@ -537,6 +537,16 @@ func TestDamagedFiles(t *testing.T) {
 		assert.ErrorIs(t, err, ErrVersion)
 		assert.Contains(t, err.Error(), "newer")
 	})
+
+	t.Run("older version", func(t *testing.T) {
+		path := tempPath(t)
+		b := append([]byte(nil), good...)
+		b[sbVersion] = FormatVersion - 1
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := Open(path, nil)
+		assert.ErrorIs(t, err, ErrVersion)
+		assert.Contains(t, err.Error(), "rebuild")
+	})
 }
 
 func flip(offset int) func([]byte) []byte {
@@ -575,7 +585,7 @@ func TestGoldenFile(t *testing.T) {
 	assert.Equal(t, Magic, string(raw[:8]))
 }
 
-const goldenSHA256 = "64f6f62a03401db7fa6632b23d201f7ca4330fdb929961aa444362e39db014be"
+const goldenSHA256 = "8ef8832f95e7925bc9898cdc3b1e1a34197af41087856000106443c6430e09e6"
 
 func TestErrorsAreSentinels(t *testing.T) {
 	unclean := &UncleanError{Path: "p", DurableSeq: 9}

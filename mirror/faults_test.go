@@ -291,7 +291,12 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.NoError(t, raw.RPush(ctx, "{parts}:g1:l0:p0", "not a string").Err())
 	c, err := NewChecker(ctx, r, "parts")
 	require.NoError(t, err)
-	_, err = c.ContainsBatch(ctx, [][]byte{key(1), key(2), key(3)}, nil)
+	// Enough keys that some fall in the damaged first part.
+	var keys [][]byte
+	for i := range 200 {
+		keys = append(keys, key(uint64(i)))
+	}
+	_, err = c.ContainsBatch(ctx, keys, nil)
 	assert.Error(t, err)
 	assert.False(t, errors.Is(err, ErrNotMirrored))
 

@@ -9,8 +9,10 @@ import (
 	"github.com/tallybloom/tallybloom/engine"
 )
 
-// format is the meta hash's format field; a reader refuses another.
-const format = "tallybloom-mirror-1"
+// format is the meta hash's format field; a reader refuses another. Its
+// number follows the layout here and the key placement (engine.FormatVersion
+// 2 placed keys differently from 1, so a copy of version 1 reads wrongly).
+const format = "tallybloom-mirror-2"
 
 // keys names a filter's keys.
 type keys struct{ name string }
