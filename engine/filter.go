@@ -19,12 +19,13 @@ import (
 
 // Filter is a scalable counting Bloom filter kept in a memory-mapped file.
 type Filter struct {
-	path      string
-	config    Config
-	hasher    counting.Hasher
-	readOnly  bool
-	recovered bool
-	boot      seqno.BootID
+	path       string
+	config     Config
+	hasher     counting.Hasher
+	readOnly   bool
+	largePages bool
+	recovered  bool
+	boot       seqno.BootID
 
 	file    *mmapfile.File
 	header  *mmapfile.Region
@@ -292,14 +293,15 @@ func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
 		return nil, err
 	}
 	return &Filter{
-		path:     file.Path(),
-		readOnly: o.ReadOnly,
-		boot:     o.boot,
-		file:     file,
-		header:   header,
-		page0:    page0,
-		journal:  journal,
-		dirSeq:   (*uint64)(unsafe.Pointer(&page0[offDirSeq])),
+		path:       file.Path(),
+		readOnly:   o.ReadOnly,
+		largePages: o.LargePages,
+		boot:       o.boot,
+		file:       file,
+		header:     header,
+		page0:      page0,
+		journal:    journal,
+		dirSeq:     (*uint64)(unsafe.Pointer(&page0[offDirSeq])),
 	}, nil
 }
 

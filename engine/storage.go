@@ -29,7 +29,11 @@ func spaceOf(sub *scaling.SubFilter) *space { return sub.Space().(*space) }
 // mapSpace maps the room of a sub-filter of geometry g at offset.
 func (f *Filter) mapSpace(level int, g counting.Geometry, offset uint64) (*space, error) {
 	size := regionBytes(g)
-	region, err := f.file.Map(int64(offset), int64(size))
+	mapRegion := f.file.Map
+	if f.largePages {
+		mapRegion = f.file.MapLarge
+	}
+	region, err := mapRegion(int64(offset), int64(size))
 	if err != nil {
 		return nil, err
 	}

@@ -8,3 +8,8 @@ package mmapfile
 func reserve(f *File, off, n int64) error { return growByWriting(f, off, n) }
 
 func release(f *File, off, n int64) error { return zeroRange(f, off, n) }
+
+// mapLarge is mapPortable: large pages are only asked for on Linux.
+func mapLarge(f *File, start, length int64) (*Region, error) { return mapPortable(f, start, length) }
+
+func largeBytes(uintptr) (int64, error) { return 0, nil }

@@ -132,3 +132,42 @@ func TestNegativeRanges(t *testing.T) {
 	assert.ErrorIs(t, f.Reserve(-1, 1), ErrOutOfRange)
 	assert.ErrorIs(t, f.Release(0, -1), ErrOutOfRange)
 }
+
+func TestMapLargeIsAMapping(t *testing.T) {
+	f := openTemp(t)
+	const off, n = 3 * 4096, 5 << 20
+	require.NoError(t, f.Reserve(0, off+n))
+	plain, err := f.Map(off, n)
+	require.NoError(t, err)
+	large, err := f.MapLarge(off, n)
+	require.NoError(t, err)
+	require.Len(t, large.Bytes(), n)
+
+	large.Bytes()[0], large.Bytes()[n-1] = 3, 4
+	plain.Bytes()[n/2] = 5
+	assert.Equal(t, []byte{3, 4}, []byte{plain.Bytes()[0], plain.Bytes()[n-1]}, "both map the same file")
+	assert.Equal(t, byte(5), large.Bytes()[n/2])
+	require.NoError(t, large.Sync())
+	raw, err := os.ReadFile(f.Path())
+	require.NoError(t, err)
+	assert.Equal(t, []byte{3, 5, 4}, []byte{raw[off], raw[off+n/2], raw[off+n-1]})
+
+	require.NoError(t, large.Unmap())
+	require.NoError(t, large.Unmap(), "a second Unmap does nothing")
+	require.NoError(t, plain.Unmap())
+	_, err = f.MapLarge(off, 1<<40)
+	assert.ErrorIs(t, err, ErrOutOfRange)
+}
+
+func TestMapLargeReadOnly(t *testing.T) {
+	w := openTemp(t)
+	require.NoError(t, w.Reserve(0, 4<<20))
+	require.NoError(t, w.WriteAt([]byte{42}, 3<<20))
+	r, err := Open(w.Path(), os.O_RDONLY, 0, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	m, err := r.MapLarge(0, 4<<20)
+	require.NoError(t, err)
+	defer m.Unmap()
+	assert.Equal(t, byte(42), m.Bytes()[3<<20])
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"os"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/mmapfile"
+)
+
+// LargePages changes how counters are mapped, never what the file holds:
+// a filter written with it reads the same without it, and processes may
+// differ in it while they share the file.
+func TestLargePagesKeepTheFormat(t *testing.T) {
+	cfg := Config{Capacity: 200_000, ErrorRate: 0.01, Seed: 9}
+	large := &Options{LargePages: true}
+
+	plainPath, largePath := tempPath(t), tempPath(t)+".large"
+	plain, err := Create(plainPath, cfg, nil)
+	require.NoError(t, err)
+	f, err := Create(largePath, cfg, large)
+	require.NoError(t, err)
+	reader, err := Open(largePath, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer reader.Close()
+	for i := range uint64(250_000) { // past capacity: a second sub-filter
+		require.NoError(t, plain.Add(key(i), i))
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.Len(t, f.Stats().SubFilters, 2)
+	for i := range uint64(250_000) {
+		if !reader.Contains(key(i)) {
+			t.Fatalf("a reader without large pages lost key %d", i)
+		}
+	}
+	require.NoError(t, plain.Close())
+	require.NoError(t, f.Close())
+	assert.Equal(t, readFile(t, plainPath), readFile(t, largePath), "the same bytes either way")
+
+	again, err := Open(largePath, large)
+	require.NoError(t, err)
+	for i := range uint64(250_000) {
+		if !again.Contains(key(i)) {
+			t.Fatalf("reopened with large pages, key %d is lost", i)
+		}
+	}
+	require.NoError(t, again.Remove(key(7), 7))
+	require.NoError(t, again.Close())
+	require.NoError(t, Verify(largePath))
+}
+
+// With LargePages the counters of a large sub-filter are mapped large where
+// the platform allows; without, never.
+func TestLargePagesAreUsed(t *testing.T) {
+	for _, want := range []bool{true, false} {
+		f, err := Create(tempPath(t), Config{Capacity: 1_000_000, ErrorRate: 0.01, Fixed: true}, &Options{LargePages: want})
+		require.NoError(t, err)
+		counters := spaceOf(f.chain.SubFilters()[0])
+		touch(counters.counters)
+		large, err := counters.region.LargeBytes()
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		if want && !platformMapsLarge(t) {
+			t.Skip("this platform keeps file pages small")
+		}
+		assert.Equal(t, want, large > 0, "LargePages %v: %d bytes mapped large", want, large)
+	}
+}
+
+// touch stores to every page of b without changing it, as a change's first
+// store does: a page first touched by a store is made large, while one
+// first touched by a load stays small on Linux today.
+func touch(b []byte) {
+	for i := 0; i < len(b); i += PageSize {
+		atomic.AddUint32((*uint32)(unsafe.Pointer(&b[i])), 0)
+	}
+}
+
+// platformMapsLarge reports whether mmapfile gets large pages here at all.
+func platformMapsLarge(t *testing.T) bool {
+	file, err := mmapfile.Open(tempPath(t)+".probe", os.O_RDWR|os.O_CREATE, 0o644, nil)
+	require.NoError(t, err)
+	defer file.Close()
+	require.NoError(t, file.Reserve(0, 8<<20))
+	r, err := file.MapLarge(0, 8<<20)
+	require.NoError(t, err)
+	defer r.Unmap()
+	touch(r.Bytes())
+	large, err := r.LargeBytes()
+	require.NoError(t, err)
+	return large > 0
+}
