@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -229,11 +230,12 @@ func BenchmarkChain(b *testing.B) {
 	perSub := sizes(b)[0].capacity / 10
 	nonMembers := Keys(probeKeys, 6)
 	for _, subs := range []int{1, 5, 10} {
-		for _, lib := range []string{Tallybloom, BoomScalable} {
+		for _, lib := range []string{Tallybloom, TallybloomLarge, BoomScalable} {
 			b.Run(fmt.Sprintf("subs=%d/%s", subs, lib), func(b *testing.B) {
 				var subject Subject
-				if lib == Tallybloom {
-					f, err := engine.Create(filepath.Join(b.TempDir(), "chain.tb"), engine.Config{Capacity: perSub, ErrorRate: ErrorRate, Growth: 1, Seed: 1}, nil)
+				if lib != BoomScalable {
+					f, err := engine.Create(filepath.Join(b.TempDir(), "chain.tb"), engine.Config{Capacity: perSub, ErrorRate: ErrorRate, Growth: 1, Seed: 1},
+						&engine.Options{LargePages: lib == TallybloomLarge})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -267,8 +269,13 @@ func BenchmarkChain(b *testing.B) {
 func BenchmarkContainsBatch(b *testing.B) {
 	s := sizes(b)[len(sizes(b))-1]
 	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
-	f := filledSubject(b, Tallybloom, s).(*tally)
-	b.Run(s.label+"/single", func(b *testing.B) {
+	for _, lib := range []string{Tallybloom, TallybloomLarge} {
+		b.Run(s.label+"/"+lib, func(b *testing.B) { benchmarkContainsBatch(b, filledSubject(b, lib, s).(*tally), keys) })
+	}
+}
+
+func benchmarkContainsBatch(b *testing.B, f *tally, keys [][]byte) {
+	b.Run("single", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			for range 1024 {
@@ -278,7 +285,7 @@ func BenchmarkContainsBatch(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
 	})
-	b.Run(s.label+"/batch", func(b *testing.B) {
+	b.Run("batch", func(b *testing.B) {
 		out := make([]bool, 0, 1024)
 		i := 0
 		for b.Loop() {
@@ -406,3 +413,27 @@ func BenchmarkRemoteCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "keys/s")
 }
+
+// BenchmarkMemoryLatency chases pointers through a random cycle over
+// buffers of growing size: one dependent load per op, so ns/op is this
+// machine's load latency at that working-set size. The report uses it to
+// say where a filter stops fitting in the cache.
+func BenchmarkMemoryLatency(b *testing.B) {
+	for _, mib := range []int{1, 4, 8, 64} {
+		b.Run(fmt.Sprintf("MiB=%d", mib), func(b *testing.B) {
+			lines := mib << 20 / 64
+			next := make([]uint32, lines*16) // one entry per 64-byte line
+			order := rand.New(rand.NewPCG(uint64(mib), 1)).Perm(lines)
+			for i, line := range order {
+				next[line*16] = uint32(order[(i+1)%lines] * 16)
+			}
+			at := uint32(0)
+			for b.Loop() {
+				at = next[at]
+			}
+			sink = at
+		})
+	}
+}
+
+var sink uint32
