@@ -177,15 +177,22 @@ func (c *Cluster) ClusterClient() *redis.ClusterClient {
 	return cc
 }
 
+// waitOK waits until every node, not only the first, sees the whole
+// cluster with every slot served: a node still learning the others answers
+// CLUSTERDOWN.
 func (c *Cluster) waitOK() {
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		info, _ := exec.Command("redis-cli", "-p", strconv.Itoa(c.Nodes[0].port), "cluster", "info").Output()
-		if strings.Contains(string(info), "cluster_state:ok") {
-			return
+	for _, n := range c.Nodes {
+		for {
+			info, _ := exec.Command("redis-cli", "-p", strconv.Itoa(n.port), "cluster", "info").Output()
+			text := string(info)
+			if strings.Contains(text, "cluster_state:ok") && strings.Contains(text, "cluster_slots_ok:16384") &&
+				strings.Contains(text, fmt.Sprintf("cluster_known_nodes:%d", len(c.Nodes))) {
+				break
+			}
+			require.True(c.t, time.Now().Before(deadline), "cluster did not come up on %s: %s", n.Addr(), info)
+			time.Sleep(100 * time.Millisecond)
 		}
-		require.True(c.t, time.Now().Before(deadline), "cluster did not come up: %s", info)
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -196,7 +196,7 @@ func write(r map[string]result, mode string, count int, took time.Duration, char
 	fmt.Fprintf(&b, "\n\n## Machine\n\n%s\n\n", machine())
 
 	fmt.Fprintf(&b, "## Targets\n\n")
-	fmt.Fprintf(&b, "tallybloom runs three ways: as created by default (%s), fixed (one sub-filter for the whole 1%%, the guarantee the plain filters give) and with `Options.LargePages`. Each target is shown for the ways it concerns.\n\n", asDefault)
+	fmt.Fprintf(&b, "tallybloom runs three ways: by default (a chain whose first sub-filter is built for 0.1%%, so that any number of sub-filters stays under 1%%), fixed (one sub-filter for the whole 1%%, the guarantee the plain filters give) and by default with `Options.LargePages`. Each target is shown for the ways it concerns.\n\n")
 	fmt.Fprintf(&b, "| target | tallybloom | measured | limit | |\n| --- | --- | --- | --- | --- |\n")
 	var missed []target
 	for _, t := range targets(r) {
