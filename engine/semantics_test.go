@@ -571,21 +571,38 @@ func rewriteDirectory(b []byte, change func(*dirEntry)) []byte {
 // a known value. A change here is a format change: bump FormatVersion and
 // update docs/FORMAT.md.
 func TestGoldenFile(t *testing.T) {
-	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Tightening: 0.5, Growth: 2, Seed: 0x7a11b100})
-	for i := range uint64(250) {
-		require.NoError(t, f.Add(key(i), i))
+	for _, c := range []struct {
+		name   string
+		cfg    Config
+		adds   uint64
+		sha256 string
+	}{
+		{"small", Config{Capacity: 100, ErrorRate: 0.01, Tightening: 0.5, Growth: 2, Seed: 0x7a11b100}, 250,
+			"8ef8832f95e7925bc9898cdc3b1e1a34197af41087856000106443c6430e09e6"},
+		{"flat", Config{Capacity: 20, ErrorRate: 0.5, Growth: 1, Seed: 0x7a11b100}, 50,
+			"86f1ff37e988650449df357d769af5e0421ab42539cb021cb475d932b69e9e77"},
+		{"chain", Config{Capacity: 1000, ErrorRate: 0.01, Growth: 2, Seed: 0x7a11b100}, 2500,
+			"a6b71e7db92c04944bf9d91bda35767592b11bcbffc1aa1d26c7ea8e469c2197"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newTestFilter(t, c.cfg)
+			for i := range c.adds {
+				require.NoError(t, f.Add(key(i), i))
+			}
+			subs := f.Stats().SubFilters
+			require.GreaterOrEqual(t, len(subs), 2)
+			require.Equal(t, c.name == "flat", subs[0].Flat)
+			require.NoError(t, f.Remove(key(3), 3))
+			_, err := f.DropBefore(c.adds*2/5 + 1)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			raw := readFile(t, f.Path())
+			sum := sha256.Sum256(raw)
+			assert.Equal(t, c.sha256, hex.EncodeToString(sum[:]), "file of %d bytes", len(raw))
+			assert.Equal(t, Magic, string(raw[:8]))
+		})
 	}
-	require.NoError(t, f.Remove(key(3), 3))
-	_, err := f.DropBefore(101)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	raw := readFile(t, f.Path())
-	sum := sha256.Sum256(raw)
-	assert.Equal(t, goldenSHA256, hex.EncodeToString(sum[:]), "file of %d bytes", len(raw))
-	assert.Equal(t, Magic, string(raw[:8]))
 }
-
-const goldenSHA256 = "8ef8832f95e7925bc9898cdc3b1e1a34197af41087856000106443c6430e09e6"
 
 func TestErrorsAreSentinels(t *testing.T) {
 	unclean := &UncleanError{Path: "p", DurableSeq: 9}

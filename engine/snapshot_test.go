@@ -63,7 +63,7 @@ func TestNewSnapshotRefusesBadParts(t *testing.T) {
 func TestPlacementAnswersAsTheFilter(t *testing.T) {
 	for _, cfg := range []Config{
 		{Capacity: 300, ErrorRate: 0.01, Growth: 1, Seed: 5},
-		{Capacity: 50, ErrorRate: 0.5, Growth: 1, Seed: 5}, // flat
+		{Capacity: 20, ErrorRate: 0.5, Growth: 1, Seed: 5}, // flat
 	} {
 		f := newTestFilter(t, cfg)
 		fillChain(t, f, 3, 0)
