@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
 	"unsafe"
 
 	"golang.org/x/sys/unix"
