@@ -1,6 +1,6 @@
 package counting
 
-import "github.com/cespare/xxhash/v2"
+import "unsafe"
 
 // Hash is a key hashed once per operation. Every sub-filter of a chain derives
 // its block and counters from the same Hash, so a chain of any length costs one
@@ -23,19 +23,14 @@ func NewHasher(seed uint64) Hasher { return Hasher{seed: seed} }
 // Key hashes key. It does not allocate.
 func (h Hasher) Key(key []byte) Hash {
 	countHash()
-	var d xxhash.Digest
-	d.ResetWithSeed(h.seed)
-	_, _ = d.Write(key)
-	return derive(d.Sum64())
+	return derive(sum64(h.seed, key))
 }
 
 // String hashes key like Key([]byte(key)) without converting it.
 func (h Hasher) String(key string) Hash {
 	countHash()
-	var d xxhash.Digest
-	d.ResetWithSeed(h.seed)
-	_, _ = d.WriteString(key)
-	return derive(d.Sum64())
+	// sum64 only reads the bytes.
+	return derive(sum64(h.seed, unsafe.Slice(unsafe.StringData(key), len(key))))
 }
 
 func derive(sum uint64) Hash {

@@ -1,0 +1,54 @@
+package counting
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/require"
+)
+
+// libraryXXH64 is the seeded XXH64 of github.com/cespare/xxhash/v2, which the
+// file format names: sum64 must agree with it bit for bit.
+func libraryXXH64(seed uint64, b []byte) uint64 {
+	d := xxhash.NewWithSeed(seed)
+	_, _ = d.Write(b)
+	return d.Sum64()
+}
+
+func TestSum64MatchesLibrary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 300)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	seeds := []uint64{0, 1, 42, 1 << 63, ^uint64(0)}
+	for range 20 {
+		seeds = append(seeds, rng.Uint64())
+	}
+	// Every length through several 32-byte stripes and every tail: 8-byte
+	// lanes, a 4-byte lane, single bytes.
+	for _, seed := range seeds {
+		for n := 0; n <= len(buf); n++ {
+			key := buf[len(buf)-n:]
+			require.Equal(t, libraryXXH64(seed, key), sum64(seed, key), "seed %#x, %d bytes", seed, n)
+		}
+	}
+}
+
+func TestHasherStringMatchesKey(t *testing.T) {
+	h := NewHasher(0xfeed)
+	for _, key := range []string{"", "a", "0123456789abcdef", "a key longer than one stripe of thirty-two bytes"} {
+		require.Equal(t, h.Key([]byte(key)), h.String(key), "%q", key)
+	}
+}
+
+func FuzzSum64(f *testing.F) {
+	f.Add(uint64(0), []byte(""))
+	f.Add(uint64(7), []byte("https://example.com/a/path/of/some/length"))
+	f.Fuzz(func(t *testing.T, seed uint64, key []byte) {
+		if got, want := sum64(seed, key), libraryXXH64(seed, key); got != want {
+			t.Fatalf("sum64(%#x, %q) = %#x, library says %#x", seed, key, got, want)
+		}
+	})
+}
