@@ -83,18 +83,29 @@ func (f *Filter) Contains(h Hash) bool {
 		return true
 	}
 	words := f.blockWords(f.block(h))
-	// The first counter is tested inline: for a key never added it is
-	// usually the only one tested.
-	s := f.slots(h)
-	c := s.first()
-	if atomic.LoadUint64(&words[c>>4])>>nibbleShift(c)&MaxCounter == 0 {
-		return false
-	}
-	for range f.geometry.K - 1 {
-		c := s.next()
+	// The slot stream, written out here so that its state stays in
+	// registers: a lookup is short enough then that the processor starts
+	// the next key's cache misses while this one's are outstanding.
+	state := h.Derived ^ f.slotSalt
+	chunks, left := state, 64/7
+	var taken [2]uint64
+	for need := f.geometry.K; need > 0; {
+		if left == 0 {
+			state += slotStep
+			chunks, left = mix(state), 64/7
+		}
+		c := uint(chunks & (CountersPerBlock - 1))
+		chunks >>= 7
+		left--
+		bit := uint64(1) << (c & 63)
+		if taken[c>>6]&bit != 0 {
+			continue
+		}
+		taken[c>>6] |= bit
 		if atomic.LoadUint64(&words[c>>4])>>nibbleShift(c)&MaxCounter == 0 {
 			return false
 		}
+		need--
 	}
 	return true
 }
@@ -266,6 +277,9 @@ func (s *flatStream) next() uint {
 	}
 }
 
+// slotStep advances a slot stream's state between mixes.
+const slotStep = 0x9e3779b97f4a7c15
+
 // slotStream yields a key's distinct counters within its block: 7-bit chunks
 // of the salted state, then of successive mixes of it, skipping counters
 // already taken.
@@ -276,20 +290,10 @@ type slotStream struct {
 	taken [2]uint64
 }
 
-// first yields the stream's first counter. No counter is taken yet and the
-// first chunk is at hand, so it needs no loop, and it inlines.
-func (s *slotStream) first() uint {
-	s.left--
-	c := uint(s.bits & (CountersPerBlock - 1))
-	s.bits >>= 7
-	s.taken[c>>6] |= 1 << (c & 63)
-	return c
-}
-
 func (s *slotStream) next() uint {
 	for {
 		if s.left == 0 {
-			s.state += 0x9e3779b97f4a7c15
+			s.state += slotStep
 			s.bits, s.left = mix(s.state), 64/7
 		}
 		c := uint(s.bits & (CountersPerBlock - 1))
