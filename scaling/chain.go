@@ -89,9 +89,12 @@ func (c *Chain) SubFilters() []*SubFilter { return *c.current.Load() }
 // not one per sub-filter.
 func (c *Chain) Contains(h counting.Hash) bool {
 	subs := c.current.Load()
-	if len(*subs) > 1 {
-		warm(*subs, h)
+	if len(*subs) == 1 {
+		found := (*subs)[0].filter.Contains(h)
+		runtime.KeepAlive(subs)
+		return found
 	}
+	warm(*subs, h)
 	return containsIn(subs, h)
 }
 
