@@ -98,22 +98,39 @@ func TestProbeSetsKDistinctCountersInOneBlock(t *testing.T) {
 	}
 }
 
+// Contains walks the slot stream itself; it must test exactly the counters
+// Probe finds, for every k, including those long enough to need several
+// mixes of the stream.
 func TestContainsAgreesWithProbe(t *testing.T) {
-	g, err := Plan(5000, 0.01)
+	planned, err := Plan(5000, 0.01)
 	require.NoError(t, err)
-	f, _ := newTestFilter(t, g)
-	h := NewHasher(1)
-	for i := range 5000 {
-		p := f.Probe(h.Key(key(i)))
-		f.Increment(&p)
+	geometries := []Geometry{planned}
+	for _, k := range []int{1, 9, 10, 19, MaxK} {
+		// About half the counters set: both answers are common.
+		geometries = append(geometries, Geometry{Blocks: 512, K: k})
 	}
-	for i := range 20000 {
-		hk := h.Key(key(i))
-		p := f.Probe(hk)
-		require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
-		if i < 5000 {
-			require.True(t, f.Contains(hk), "added key %d missing", i)
-		}
+	for _, g := range geometries {
+		t.Run(fmt.Sprintf("k=%d", g.K), func(t *testing.T) {
+			f, _ := newTestFilter(t, g)
+			h := NewHasher(1)
+			added := int(float64(g.Counters()) * 0.69 / float64(g.K))
+			for i := range added {
+				p := f.Probe(h.Key(key(i)))
+				f.Increment(&p)
+			}
+			answers := map[bool]int{}
+			for i := range added + 20000 {
+				hk := h.Key(key(i))
+				p := f.Probe(hk)
+				require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
+				if i < added {
+					require.True(t, f.Contains(hk), "added key %d missing", i)
+				}
+				answers[f.Contains(hk)]++
+			}
+			require.Positive(t, answers[false], "no key was absent: the comparison proves nothing")
+			require.Greater(t, answers[true], added, "no key never added was reported present")
+		})
 	}
 }
 
