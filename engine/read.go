@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"github.com/tallybloom/tallybloom/counting"
@@ -23,28 +24,42 @@ func (f *Filter) contains(h counting.Hash) bool {
 }
 
 // ContainsBatch reports Contains for every key, appending to out[:0] and
-// returning it; pass the previous result to reuse its room. It hashes keys
-// a group at a time and starts every block's cache miss in the group before
-// testing any, so on a filter larger than the cache the misses overlap.
+// returning it; pass the previous result to reuse its room. On a filter
+// larger than the cache it overlaps the cache misses of many keys: it works
+// through the keys in groups, first reading a byte at each end of every key
+// of the group so that the keys' own misses are all under way, then hashing
+// them, then letting the chain start every block's miss before it tests
+// any.
 func (f *Filter) ContainsBatch(keys [][]byte, out []bool) []bool {
 	out = out[:0]
 	if !f.current() {
 		return append(out, make([]bool, len(keys))...)
 	}
-	const group = 16
+	const group = 64
 	var hashes [group]counting.Hash
 	for len(keys) > 0 {
 		n := min(group, len(keys))
+		touchKeys(keys[:n])
 		for i, key := range keys[:n] {
 			hashes[i] = f.hasher.Key(key)
-			f.chain.Warm(hashes[i])
 		}
-		for _, h := range hashes[:n] {
-			out = append(out, f.chain.ContainsWarmed(h))
-		}
+		out = f.chain.ContainsBatch(hashes[:n], out)
 		keys = keys[n:]
 	}
 	return out
+}
+
+// touchKeys reads the first and last byte of every key. Its loop is a few
+// instructions a key, so the processor has every key's cache miss in flight
+// at once; hashing, a hundred instructions a key, lets only a few overlap.
+func touchKeys(keys [][]byte) {
+	var b byte
+	for _, k := range keys {
+		if len(k) > 0 {
+			b ^= k[0] ^ k[len(k)-1]
+		}
+	}
+	runtime.KeepAlive(b) // the reads are the point, not their value
 }
 
 // current reports whether the filter is open and, for a reader, brings its

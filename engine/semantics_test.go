@@ -376,6 +376,39 @@ func TestAddBatchAndContainsBatch(t *testing.T) {
 	assert.True(t, f.Contains(key(1000)), "keys before the failure stay added")
 }
 
+// ContainsBatch works in groups, touching, hashing and warming a whole group
+// before testing it: every answer must still be the one Contains gives, for
+// members, removed keys, keys never added and empty keys, in batches that
+// end mid-group, on a chain of several sub-filters.
+func TestContainsBatchAnswersAsContains(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 300, ErrorRate: 0.01, Growth: 1})
+	for i := range uint64(2_000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	for i := uint64(0); i < 2_000; i += 5 {
+		require.NoError(t, f.Remove(key(i), i))
+	}
+	require.NoError(t, f.Add(nil, 2_000))
+	require.Greater(t, len(f.Stats().SubFilters), 3)
+	keys := append(keysFrom(0, 4_000), nil, []byte{})
+	for _, n := range []int{0, 1, 63, 64, 65, 1_000, len(keys)} {
+		batch := keys[len(keys)-n:]
+		got := f.ContainsBatch(batch, nil)
+		require.Len(t, got, n)
+		present := 0
+		for i, k := range batch {
+			require.Equal(t, f.Contains(k), got[i], "batch of %d, key %d", n, i)
+			if got[i] {
+				present++
+			}
+		}
+		if n == len(keys) {
+			assert.Less(t, present, n, "some keys are absent")
+			assert.Greater(t, present, 1_000, "most keys added are present")
+		}
+	}
+}
+
 func TestSequenceNumbers(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01})
 	s := f.Stats()
@@ -649,7 +682,8 @@ func TestFixedFilter(t *testing.T) {
 	assert.True(t, s.SubFilters[0].Overfilled)
 }
 
-// Add, Remove and Contains allocate nothing, whether the chain grows, a
+// Add, Remove, Contains and ContainsBatch (given room for its answers)
+// allocate nothing, whether the chain grows, a
 // sub-filter overfills, or the geometry is flat.
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	for _, cfg := range []Config{
@@ -665,5 +699,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(500, func() { _ = f.Add(keys[i%4000], 3000); i++ }), "Add %+v", cfg)
 		assert.Zero(t, testing.AllocsPerRun(500, func() { _ = f.Remove(keys[i%2000], uint64(i%2000)); i++ }), "Remove %+v", cfg)
 		assert.Zero(t, testing.AllocsPerRun(500, func() { f.Contains(keys[i%4000]); i++ }), "Contains %+v", cfg)
+		out := make([]bool, 0, 100)
+		assert.Zero(t, testing.AllocsPerRun(50, func() { out = f.ContainsBatch(keys[i%3900:][:100], out); i++ }), "ContainsBatch %+v", cfg)
 	}
 }

@@ -98,16 +98,19 @@ func (c *Chain) Contains(h counting.Hash) bool {
 	return containsIn(subs, h)
 }
 
-// ContainsWarmed is Contains without warming first: for a caller that has
-// just called Warm(h).
-func (c *Chain) ContainsWarmed(h counting.Hash) bool { return containsIn(c.current.Load(), h) }
-
-// Warm loads a word of the key's block in every sub-filter, so a batch can
-// start the cache misses of several keys before testing any.
-func (c *Chain) Warm(h counting.Hash) {
+// ContainsBatch appends to out whether any sub-filter holds each hash. It
+// first loads a word of every hash's block in every sub-filter, all from one
+// snapshot, so that all their cache misses are under way together before
+// any is tested.
+func (c *Chain) ContainsBatch(hashes []counting.Hash, out []bool) []bool {
 	subs := c.current.Load()
-	warm(*subs, h)
-	runtime.KeepAlive(subs)
+	for _, h := range hashes {
+		warm(*subs, h)
+	}
+	for _, h := range hashes {
+		out = append(out, containsIn(subs, h))
+	}
+	return out
 }
 
 func warm(subs []*SubFilter, h counting.Hash) {
