@@ -172,13 +172,26 @@ func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i, key := range keys {
-		if err := f.beginLocked(); err != nil {
-			return err
+	// A group at a time, as ContainsBatch does: the keys' misses, then the
+	// blocks', are under way together before the first add of the group.
+	const group = 64
+	var hashes [group]counting.Hash
+	for done := 0; done < len(keys); {
+		n := min(group, len(keys)-done)
+		touchKeys(keys[done : done+n])
+		for i, key := range keys[done : done+n] {
+			hashes[i] = f.hasher.Key(key)
 		}
-		if err := f.endLocked(f.chain.Add(f.hasher.Key(key), ids[i])); err != nil {
-			return fmt.Errorf("engine: add batch: key %d of %d: %w", i, len(keys), err)
+		f.chain.WarmAdds(hashes[:n], ids[done:done+n])
+		for i, h := range hashes[:n] {
+			if err := f.beginLocked(); err != nil {
+				return err
+			}
+			if err := f.endLocked(f.chain.Add(h, ids[done+i])); err != nil {
+				return fmt.Errorf("engine: add batch: key %d of %d: %w", done+i, len(keys), err)
+			}
 		}
+		done += n
 	}
 	return nil
 }
