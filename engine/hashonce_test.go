@@ -32,4 +32,12 @@ func TestKeyIsHashedOncePerOperation(t *testing.T) {
 	before := counting.HashesComputed()
 	f.ContainsBatch(keysFrom(0, 100), nil)
 	assert.Equal(t, uint64(100), counting.HashesComputed()-before, "ContainsBatch")
+
+	keys, ids := keysFrom(1<<52, 1<<52+100), make([]uint64, 100)
+	for i := range ids {
+		ids[i] = next + uint64(i)
+	}
+	before = counting.HashesComputed()
+	require.NoError(t, f.AddBatch(keys, ids))
+	assert.Equal(t, uint64(100), counting.HashesComputed()-before, "AddBatch")
 }
