@@ -178,7 +178,7 @@ const (
 	whyBoomCounting = "BoomFilters' counting filter at 1M keys takes 4.8 MB, near tallybloom's fixed 5.4 MB, so both are bound by the same trips to memory, and a 4x margin would need lookups and adds to cost less than one memory access"
 	whyChain        = "the ten blocks are loaded together before any is tested, and placing a key in a sub-filter costs a multiply and an exclusive or; what remains is one trip to memory plus about 14 ns of testing per sub-filter, on a chain of 10 MB against BoomFilters' 20 MB"
 	whyTenVsOne     = "one sub-filter of 100 000 keys (1 MB) stays in the cache and ten (10 MB) do not, so the ratio measures a trip to memory as much as the chain; in the cache (2 000 keys per sub-filter) the ten cost about 4x one"
-	whyBatch        = "ContainsBatch hashes sixteen keys and starts their blocks' misses before testing any. Single calls are now short enough (about 420 to 455 instructions, from 580) that the processor overlaps part of consecutive calls' misses by itself, so the batch adds less than before: earlier reports measured 1.54 to 1.69x, when a lookup was 580 instructions. What remains is bound by what this virtual machine overlaps: each key and each block is a TLB miss in a 600 MB filter. Groups of 32 and 64, and a pipeline that starts the next group's misses while testing the current one, measured no better"
+	whyBatch        = "ContainsBatch reads a byte at each end of every key of a group of 64, so that the keys' own cache misses are in flight together, then hashes them and loads every block of the group before testing any; what is left is how much of that this run's machine overlapped. Independent loads into 512 MiB reach the ns/load of the memory parallelism row"
 	whyMirror       = "both mirror rates are bounded by a redis-server on the same two cores as the engine and the benchmark, so they move with Redis's share of those cores between runs (see the range)"
 	whyParallel     = "lookups take no lock and write no shared cache line, so they scale with the cores the machine gives; on a shared virtual machine the second core is not always free"
 	whyOpen         = "Open maps the file and reads its header and directory, whatever the file's size; a slow run is the machine's"
@@ -286,7 +286,7 @@ func write(r map[string]result, mode string, count int, took time.Duration, char
 	slices.Sort(names)
 	for _, name := range names {
 		var other []string
-		for _, metric := range []string{"ns/key", "changes/s", "keys/s"} {
+		for _, metric := range []string{"ns/key", "ns/load", "changes/s", "keys/s"} {
 			if v := get(r, name, metric); !math.IsNaN(v) {
 				other = append(other, fmt.Sprintf("%.1f %s", v, metric))
 			}
