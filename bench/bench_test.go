@@ -387,6 +387,7 @@ func BenchmarkMirrorShip(b *testing.B) {
 	if err := m.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
+	b.StopTimer() // not the deferred closes
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "changes/s")
 	if m.Stats().Recopies > 1 {
 		b.Fatalf("%d full copies: the queue overflowed", m.Stats().Recopies)
