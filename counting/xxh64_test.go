@@ -36,13 +36,6 @@ func TestSum64MatchesLibrary(t *testing.T) {
 	}
 }
 
-func TestHasherStringMatchesKey(t *testing.T) {
-	h := NewHasher(0xfeed)
-	for _, key := range []string{"", "a", "0123456789abcdef", "a key longer than one stripe of thirty-two bytes"} {
-		require.Equal(t, h.Key([]byte(key)), h.String(key), "%q", key)
-	}
-}
-
 func FuzzSum64(f *testing.F) {
 	f.Add(uint64(0), []byte(""))
 	f.Add(uint64(7), []byte("https://example.com/a/path/of/some/length"))
