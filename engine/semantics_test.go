@@ -683,8 +683,8 @@ func TestFixedFilter(t *testing.T) {
 }
 
 // Add, Remove, Contains and ContainsBatch (given room for its answers)
-// allocate nothing, whether the chain grows, a
-// sub-filter overfills, or the geometry is flat.
+// allocate nothing, whether the chain grows, a sub-filter overfills, or the
+// geometry is flat.
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	for _, cfg := range []Config{
 		{Capacity: 1000, ErrorRate: 0.01, Seed: 1},
