@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -278,14 +277,13 @@ func BenchmarkChain(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer f.Close()
-					for id := uint64(0); ; id++ {
-						// Stats builds every sub-filter's report: look now and then.
-						if id%1024 == 0 {
-							if st := f.Stats(); len(st.SubFilters) >= subs && st.Count >= uint64(subs)*perSub {
-								break
-							}
-						}
+					// With growth 1 every sub-filter takes perSub keys, and the
+					// add after that opens the next.
+					for id := range uint64(subs) * perSub {
 						_ = f.Add(chainKey(id), id)
+					}
+					if st := f.Stats(); len(st.SubFilters) != subs || st.Count != uint64(subs)*perSub {
+						b.Fatalf("%d sub-filters holding %d keys, want %d full", len(st.SubFilters), st.Count, subs)
 					}
 					subject = &tally{f: f}
 				} else {
@@ -308,16 +306,17 @@ func BenchmarkChain(b *testing.B) {
 	}
 }
 
-// chainKey is key id of the keys that fill the chains: 16 to 64 bytes, and
-// made without a generator of its own, which would cost more than the add.
+// chainKeys fill the chains: generated a chunk at a time and kept, since
+// every run of every chain benchmark adds the same ones.
+var chainKeys [][]byte
+
+// chainKey is key id of the keys that fill the chains.
 func chainKey(id uint64) []byte {
-	k := make([]byte, 16+id%49)
-	binary.LittleEndian.PutUint64(k, 100)
-	binary.LittleEndian.PutUint64(k[8:], id)
-	for j := 16; j < len(k); j++ {
-		k[j] = byte('a' + (id+uint64(j))%26)
+	const chunk = 1 << 16
+	for uint64(len(chainKeys)) <= id {
+		chainKeys = append(chainKeys, Keys(chunk, 100+uint64(len(chainKeys))/chunk)...)
 	}
-	return k
+	return chainKeys[id]
 }
 
 // BenchmarkContainsBatch compares a batch of 1024 lookups with single calls
