@@ -236,7 +236,7 @@ func BenchmarkTestAndAdd(b *testing.B) {
 		b.Run(s.label+"/"+Tallybloom, func(b *testing.B) {
 			f := newSubject(b, Tallybloom, s.capacity).(*tally)
 			defer f.Close()
-			benchmarkTestAndAdd(b, keys, func(k []byte) { _, _ = f.f.TestAndAdd(k, 1) })
+			benchmarkTestAndAdd(b, keys, func(k []byte) { _, _ = f.f.TestAndAdd(k, tallyID) })
 		})
 		b.Run(s.label+"/"+BoomCounting, func(b *testing.B) {
 			f := newSubject(b, BoomCounting, s.capacity).(*boomCounting)

@@ -174,16 +174,12 @@ func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 	defer f.mu.Unlock()
 	// A group at a time, as ContainsBatch does: the keys' misses, then the
 	// blocks', are under way together before the first add of the group.
-	const group = 64
-	var hashes [group]counting.Hash
+	var hashes [batchGroup]counting.Hash
 	for done := 0; done < len(keys); {
-		n := min(group, len(keys)-done)
-		touchKeys(keys[done : done+n])
-		for i, key := range keys[done : done+n] {
-			hashes[i] = f.hasher.Key(key)
-		}
-		f.chain.WarmAdds(hashes[:n], ids[done:done+n])
-		for i, h := range hashes[:n] {
+		n := min(batchGroup, len(keys)-done)
+		group := f.hashGroup(keys[done:done+n], &hashes)
+		f.chain.WarmAdds(group, ids[done:done+n])
+		for i, h := range group {
 			if err := f.beginLocked(); err != nil {
 				return err
 			}

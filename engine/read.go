@@ -35,24 +35,24 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) []bool {
 	if !f.current() {
 		return append(out, make([]bool, len(keys))...)
 	}
-	const group = 64
-	var hashes [group]counting.Hash
+	var hashes [batchGroup]counting.Hash
 	for len(keys) > 0 {
-		n := min(group, len(keys))
-		touchKeys(keys[:n])
-		for i, key := range keys[:n] {
-			hashes[i] = f.hasher.Key(key)
-		}
-		out = f.chain.ContainsBatch(hashes[:n], out)
+		n := min(batchGroup, len(keys))
+		out = f.chain.ContainsBatch(f.hashGroup(keys[:n], &hashes), out)
 		keys = keys[n:]
 	}
 	return out
 }
 
-// touchKeys reads the first and last byte of every key. Its loop is a few
+// batchGroup is how many keys the batch calls hash before working on any.
+const batchGroup = 64
+
+// hashGroup hashes keys, at most batchGroup of them, into hashes. It first
+// reads the first and last byte of every key: that loop is a few
 // instructions a key, so the processor has every key's cache miss in flight
-// at once; hashing, a hundred instructions a key, lets only a few overlap.
-func touchKeys(keys [][]byte) {
+// at once, where hashing, a hundred instructions a key, lets only a few
+// overlap.
+func (f *Filter) hashGroup(keys [][]byte, hashes *[batchGroup]counting.Hash) []counting.Hash {
 	var b byte
 	for _, k := range keys {
 		if len(k) > 0 {
@@ -60,6 +60,10 @@ func touchKeys(keys [][]byte) {
 		}
 	}
 	runtime.KeepAlive(b) // the reads are the point, not their value
+	for i, key := range keys {
+		hashes[i] = f.hasher.Key(key)
+	}
+	return hashes[:len(keys)]
 }
 
 // current reports whether the filter is open and, for a reader, brings its
