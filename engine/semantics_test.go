@@ -121,7 +121,7 @@ func TestRemoveOfAKeyNeverAddedChangesNoByte(t *testing.T) {
 }
 
 func TestIDRouting(t *testing.T) {
-	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.01, Growth: 1})
+	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.01, Growth: 1, Seed: 5})
 	for i := range uint64(10) {
 		require.NoError(t, f.Add(key(i), 100))
 	}
@@ -154,7 +154,7 @@ func TestIDRouting(t *testing.T) {
 }
 
 func TestTestAndAdd(t *testing.T) {
-	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.001})
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.001, Seed: 5})
 	seen, err := f.TestAndAdd([]byte("click-1"), 1)
 	require.NoError(t, err)
 	assert.False(t, seen)
@@ -337,7 +337,7 @@ func TestCallsThatCannotRun(t *testing.T) {
 }
 
 func TestReaderFollowsTheWriter(t *testing.T) {
-	w := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	w := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1, Seed: 5})
 	r, err := Open(w.Path(), &Options{ReadOnly: true})
 	require.NoError(t, err)
 	defer r.Close()
