@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 
@@ -11,13 +12,30 @@ import (
 type Chain struct {
 	params  Params
 	storage Storage
-	// current is the immutable list of retained sub-filters, oldest first.
-	// Readers load it without a lock; changes replace it.
-	current atomic.Pointer[[]*SubFilter]
+	// current is the immutable snapshot of retained sub-filters. Readers
+	// load it without a lock; changes replace it.
+	current atomic.Pointer[snapshot]
 	// planned caches the shape of each level, which depends on the level
 	// alone: planning takes milliseconds and a retired level is taken
 	// again. Used by changes only.
 	planned [MaxSubFilters]*Level
+}
+
+// snapshot is the retained sub-filters, oldest first, and the same filters
+// laid out for lookups. It keeps retired sub-filters, and so their mappings,
+// alive until no reader uses them.
+type snapshot struct {
+	subs []*SubFilter
+	set  counting.Set
+}
+
+// publish makes subs the chain's sub-filters for every later reader.
+func (c *Chain) publish(subs []*SubFilter) {
+	filters := make([]*counting.Filter, len(subs))
+	for i, s := range subs {
+		filters[i] = s.filter
+	}
+	c.current.Store(&snapshot{subs: subs, set: counting.NewSet(filters)})
 }
 
 // New starts a chain with its level-0 sub-filter, whose FirstID is 0, so that
@@ -27,8 +45,7 @@ func New(params Params, storage Storage) (*Chain, error) {
 		return nil, err
 	}
 	c := &Chain{params: params, storage: storage}
-	empty := []*SubFilter{}
-	c.current.Store(&empty)
+	c.publish(nil)
 	if _, err := c.open(0); err != nil {
 		return nil, err
 	}
@@ -45,7 +62,7 @@ func Restore(params Params, storage Storage, subs []*SubFilter) (*Chain, error) 
 		return nil, err
 	}
 	c := &Chain{params: params, storage: storage}
-	c.current.Store(&subs)
+	c.publish(subs)
 	return c, nil
 }
 
@@ -55,7 +72,7 @@ func (c *Chain) Replace(subs []*SubFilter) error {
 	if err := checkDirectory(subs); err != nil {
 		return err
 	}
-	c.current.Store(&subs)
+	c.publish(subs)
 	return nil
 }
 
@@ -81,34 +98,25 @@ func (c *Chain) Params() Params { return c.params }
 
 // SubFilters is the current list of retained sub-filters, oldest first. The
 // slice must not be modified.
-func (c *Chain) SubFilters() []*SubFilter { return *c.current.Load() }
+func (c *Chain) SubFilters() []*SubFilter { return c.current.Load().subs }
 
 // Contains reports whether any sub-filter holds the key, newest first. With
-// several sub-filters it first loads a word of the key's block in each, so
-// their cache misses overlap: a key in none of them costs about one miss,
-// not one per sub-filter.
-func (c *Chain) Contains(h counting.Hash) bool {
-	subs := c.current.Load()
-	if len(*subs) == 1 {
-		found := (*subs)[0].filter.Contains(h)
-		runtime.KeepAlive(subs)
-		return found
-	}
-	warm(*subs, h)
-	return containsIn(subs, h)
-}
+// several sub-filters it first loads the key's block in each, so their cache
+// misses overlap, and rules out most of them without a branch on a counter:
+// a key in none of them costs about one miss, not one per sub-filter.
+func (c *Chain) Contains(h counting.Hash) bool { return containsIn(c.current.Load(), h) }
 
 // ContainsBatch appends to out whether any sub-filter holds each hash. It
 // first loads a word of every hash's block in every sub-filter, all from one
 // snapshot, so that all their cache misses are under way together before
 // any is tested.
 func (c *Chain) ContainsBatch(hashes []counting.Hash, out []bool) []bool {
-	subs := c.current.Load()
+	snap := c.current.Load()
 	for _, h := range hashes {
-		warm(*subs, h)
+		snap.set.Warm(h)
 	}
 	for _, h := range hashes {
-		out = append(out, containsIn(subs, h))
+		out = append(out, containsIn(snap, h))
 	}
 	return out
 }
@@ -118,7 +126,7 @@ func (c *Chain) ContainsBatch(hashes []counting.Hash, out []bool) []bool {
 // under way before the first add needs its block. An add that opens a new
 // sub-filter finds its block cold; nothing else depends on the warming.
 func (c *Chain) WarmAdds(hashes []counting.Hash, ids []uint64) {
-	subs := *c.current.Load()
+	subs := c.current.Load().subs
 	for i, h := range hashes {
 		if j, err := route(subs, ids[i]); err == nil {
 			subs[j].filter.Warm(h)
@@ -126,31 +134,31 @@ func (c *Chain) WarmAdds(hashes []counting.Hash, ids []uint64) {
 	}
 }
 
-func warm(subs []*SubFilter, h counting.Hash) {
-	for _, s := range subs {
-		s.filter.Warm(h)
+// containsIn tests the key against a snapshot: the one sub-filter, or the
+// candidates the set leaves, newest first.
+func containsIn(snap *snapshot, h counting.Hash) bool {
+	if len(snap.subs) == 1 {
+		found := snap.subs[0].filter.Contains(h)
+		runtime.KeepAlive(snap)
+		return found
 	}
-}
-
-// containsIn tests the key against a snapshot, newest first.
-func containsIn(subs *[]*SubFilter, h counting.Hash) bool {
 	found := false
-	for i := len(*subs) - 1; i >= 0; i-- {
-		if (*subs)[i].filter.Contains(h) {
+	for maybe := snap.set.Candidates(h); maybe != 0; {
+		i := bits.Len64(maybe) - 1
+		if snap.subs[i].filter.Contains(h) {
 			found = true
 			break
 		}
+		maybe &^= 1 << i
 	}
-	// The snapshot keeps retired sub-filters, and so their mappings, alive
-	// until no reader uses them.
-	runtime.KeepAlive(subs)
+	runtime.KeepAlive(snap)
 	return found
 }
 
 // Add adds the key to the sub-filter that owns id, opening a new sub-filter
 // when the newest is full and id is newer than all it holds.
 func (c *Chain) Add(h counting.Hash, id uint64) error {
-	subs := *c.current.Load()
+	subs := c.current.Load().subs
 	i, err := route(subs, id)
 	if err != nil {
 		return err
@@ -176,7 +184,7 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 // does not hold it (a counter is zero, or it holds nothing) it returns
 // ErrNotFound and changes nothing.
 func (c *Chain) Remove(h counting.Hash, id uint64) error {
-	subs := *c.current.Load()
+	subs := c.current.Load().subs
 	i, err := route(subs, id)
 	if err != nil {
 		return err
@@ -206,7 +214,7 @@ func (c *Chain) TestAndAdd(h counting.Hash, id uint64) (bool, error) {
 // and returns them; the caller gives their room back once the change is
 // committed. The newest sub-filter is never retired.
 func (c *Chain) DropBefore(id uint64) []*SubFilter {
-	subs := *c.current.Load()
+	subs := c.current.Load().subs
 	keep := 0
 	for keep < len(subs)-1 && subs[keep+1].FirstID <= id {
 		keep++
@@ -216,14 +224,14 @@ func (c *Chain) DropBefore(id uint64) []*SubFilter {
 	}
 	retained := subs[keep:len(subs):len(subs)]
 	c.storage.Publish(retained)
-	c.current.Store(&retained)
+	c.publish(retained)
 	return subs[:keep:keep]
 }
 
 // open allocates a sub-filter at the lowest free level with firstID and
 // appends it to the chain.
 func (c *Chain) open(firstID uint64) (*SubFilter, error) {
-	subs := *c.current.Load()
+	subs := c.current.Load().subs
 	if len(subs) == MaxSubFilters {
 		return nil, ErrChainFull
 	}
@@ -255,7 +263,7 @@ func (c *Chain) open(firstID uint64) (*SubFilter, error) {
 	sub.resetTallies()
 	grown := append(subs[:len(subs):len(subs)], sub)
 	c.storage.Publish(grown)
-	c.current.Store(&grown)
+	c.publish(grown)
 	return sub, nil
 }
 
