@@ -28,9 +28,9 @@ func setOf(t *testing.T, geometries []Geometry, fill []int) ([]*Filter, Set) {
 // does; and it must drop most filters that do not, or it saves nothing.
 func TestCandidatesNeverDropAFilterThatHoldsTheKey(t *testing.T) {
 	geometries := []Geometry{
-		{Blocks: 64, K: 2},  // fewer counters than Candidates tests: always kept
-		{Blocks: 64, K: 4},  // exactly as many
-		{Blocks: 40, K: 7},  // 1%
+		{Blocks: 64, K: 2}, // fewer counters than Candidates tests: always kept
+		{Blocks: 64, K: 4}, // exactly as many
+		{Blocks: 40, K: 7}, // 1%
 		{Blocks: 300, K: 14},
 		{Blocks: 3, K: 5, Flat: true}, // flat: always kept
 		{Blocks: 64, K: 32},
