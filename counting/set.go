@@ -88,8 +88,9 @@ func (p *place) block(h Hash) unsafe.Pointer {
 // Warm loads a word of the key's block in every filter of the set, so that
 // their cache misses are under way before any is tested.
 func (s *Set) Warm(h Hash) {
-	for i := range s.places {
-		atomic.LoadUint64((*uint64)(s.places[i].block(h)))
+	places := s.places
+	for i := range places {
+		atomic.LoadUint64((*uint64)(places[i].block(h)))
 	}
 }
 
