@@ -18,19 +18,25 @@ import (
 // after a flush, marks the file dirty on disk. Once that mark is synced no
 // change can reach the disk without it, so a machine crash is always seen.
 func (f *Filter) beginLocked() error {
-	switch {
-	case f.closed.Load():
-		return ErrClosed
-	case f.readOnly:
-		return ErrReadOnly
-	case f.mu.dirty:
-		return nil
+	if err := f.changeableLocked(); err != nil || f.mu.dirty {
+		return err
 	}
 	seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot}.Encode(f.page0[offState:])
 	if err := f.header.Sync(); err != nil {
 		return err
 	}
 	f.mu.dirty = true
+	return nil
+}
+
+// changeableLocked says why the filter cannot be changed, if it cannot.
+func (f *Filter) changeableLocked() error {
+	switch {
+	case f.closed.Load():
+		return ErrClosed
+	case f.readOnly:
+		return ErrReadOnly
+	}
 	return nil
 }
 
@@ -165,13 +171,19 @@ func (f *Filter) testAndAdd(h counting.Hash, id uint64) (bool, error) {
 
 // AddBatch adds keys[i] with ids[i] for every i, taking the lock once. Each
 // key is its own change: if one fails, the keys before it stay added and the
-// error names the failing index.
+// error is a *BatchError naming the failing index. A batch refused whole
+// (keys and ids of different lengths, a closed or read-only filter) gets
+// the sentinel error itself, and nothing is added.
 func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 	if len(keys) != len(ids) {
 		return fmt.Errorf("%w: %d keys and %d ids", ErrInvalidInput, len(keys), len(ids))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Warming reads the mapping, which a closed filter no longer has.
+	if err := f.changeableLocked(); err != nil {
+		return err
+	}
 	// A group at a time, as ContainsBatch does: the keys' misses, then the
 	// blocks', are under way together before the first add of the group.
 	var hashes [batchGroup]counting.Hash
@@ -180,11 +192,12 @@ func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 		group := f.hashGroup(keys[done:done+n], &hashes)
 		f.chain.WarmAdds(group, ids[done:done+n])
 		for i, h := range group {
-			if err := f.beginLocked(); err != nil {
-				return err
+			err := f.beginLocked()
+			if err == nil {
+				err = f.endLocked(f.chain.Add(h, ids[done+i]))
 			}
-			if err := f.endLocked(f.chain.Add(h, ids[done+i])); err != nil {
-				return fmt.Errorf("engine: add batch: key %d of %d: %w", done+i, len(keys), err)
+			if err != nil {
+				return &BatchError{Index: done + i, Len: len(keys), Err: err}
 			}
 		}
 		done += n

@@ -74,6 +74,21 @@ func (e *UncleanError) Error() string {
 // Is makes errors.Is(err, ErrUnclean) true.
 func (e *UncleanError) Is(target error) bool { return target == ErrUnclean }
 
+// BatchError is returned by AddBatch when the add of one key fails: the keys
+// before Index were added and stay added; the key at Index and those after
+// it were not. Err is the add's own error, which errors.Is sees through.
+type BatchError struct {
+	Index int // of the key that failed
+	Len   int // of the batch
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("engine: add batch: key %d of %d: %v", e.Index, e.Len, e.Err)
+}
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
 // notFilterError is ErrNotFilter and ErrCorrupt at once.
 type notFilterError struct{ path string }
 

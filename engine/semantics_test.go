@@ -373,7 +373,20 @@ func TestAddBatchAndContainsBatch(t *testing.T) {
 	err = f.AddBatch([][]byte{key(1000), key(1001)}, []uint64{1000, 1})
 	assert.ErrorIs(t, err, ErrIDRetired)
 	assert.Contains(t, err.Error(), "key 1 of 2")
+	var batchErr *BatchError
+	require.ErrorAs(t, err, &batchErr)
+	assert.Equal(t, 1, batchErr.Index)
+	assert.Equal(t, 2, batchErr.Len)
 	assert.True(t, f.Contains(key(1000)), "keys before the failure stay added")
+
+	// A batch refused whole, on a filter whose mapping is gone or cannot
+	// be written, is refused before anything reads the counters.
+	ro, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	assert.Equal(t, ErrReadOnly, ro.AddBatch([][]byte{key(1002)}, []uint64{1002}))
+	require.NoError(t, ro.Close())
+	require.NoError(t, f.Close())
+	assert.Equal(t, ErrClosed, f.AddBatch([][]byte{key(1002)}, []uint64{1002}))
 }
 
 // ContainsBatch works in groups, touching, hashing and warming a whole group
