@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -65,6 +66,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 	}
 	p := newProgress(cmd.ErrOrStderr(), verb, size)
+	adds := &adder{f: f, seen: map[string]struct{}{}}
 	var notFound uint64
 	err = eachKey(keys, p.reader(in), opts, func(k keyItem) error {
 		if !opts.withIDs {
@@ -73,12 +75,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		p.keys++
 		switch verb {
 		case "add":
-			if !f.ContainsString(k.key) {
-				p.fresh++
-			}
-			if err := f.AddString(k.key, k.id); err != nil {
-				return fmt.Errorf("line %d: %w", k.line, err)
-			}
+			return adds.add(k)
 		case "remove":
 			switch err := f.RemoveString(k.key, k.id); {
 			case errors.Is(err, engine.ErrNotFound):
@@ -89,6 +86,11 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 		return nil
 	})
+	// The keys read before a bad line are added, as one at a time they
+	// would have been; an add that fails among them came first.
+	if addErr := adds.flush(); addErr != nil {
+		err = addErr
+	}
 	closeErr := f.Close()
 	if err != nil {
 		return fmt.Errorf("%w (the keys before it were %sed and kept)", err, map[string]string{"add": "add", "remove": "remov"}[verb])
@@ -97,7 +99,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		return closeErr
 	}
 	if verb == "add" {
-		p.summary("added %d keys (%d new)", p.keys, p.fresh)
+		p.summary("added %d keys (%d new)", p.keys, adds.fresh)
 		return nil
 	}
 	p.summary("removed %d keys (%d not found)", p.keys-notFound, notFound)
@@ -105,4 +107,60 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", notFound, p.keys)}
 	}
 	return nil
+}
+
+// addGroup is how many keys add hands the engine at once.
+const addGroup = 1024
+
+// adder adds keys a group at a time, with ContainsBatch and AddBatch. It
+// counts a key as new as adding one at a time would: absent before its
+// group, and not earlier in its group. (One at a time, a key could also
+// turn present by a false positive on the keys just before it in the same
+// group; at a filter's error rate such keys are too few to count.)
+type adder struct {
+	f       *engine.Filter
+	items   []keyItem
+	keys    [][]byte
+	ids     []uint64
+	present []bool
+	seen    map[string]struct{}
+	fresh   uint64
+}
+
+func (a *adder) add(k keyItem) error {
+	a.items = append(a.items, k)
+	if len(a.items) == addGroup {
+		return a.flush()
+	}
+	return nil
+}
+
+// flush adds the group. Whatever happens, the group is done with: after an
+// error, its later keys are not added, as one at a time they would not be.
+func (a *adder) flush() error {
+	if len(a.items) == 0 {
+		return nil
+	}
+	a.keys, a.ids = a.keys[:0], a.ids[:0]
+	for _, k := range a.items {
+		// The engine only reads the keys.
+		a.keys = append(a.keys, unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
+		a.ids = append(a.ids, k.id)
+	}
+	a.present = a.f.ContainsBatch(a.keys, a.present)
+	err := a.f.AddBatch(a.keys, a.ids)
+	added := len(a.items)
+	if batchErr, ok := errors.AsType[*engine.BatchError](err); ok {
+		added = batchErr.Index
+		err = fmt.Errorf("line %d: %w", a.items[batchErr.Index].line, batchErr.Err)
+	}
+	clear(a.seen)
+	for i, k := range a.items[:added] {
+		if _, again := a.seen[k.key]; !a.present[i] && !again {
+			a.fresh++
+		}
+		a.seen[k.key] = struct{}{}
+	}
+	a.items = a.items[:0]
+	return err
 }

@@ -121,6 +121,42 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	assert.Contains(t, errOut, "none of the others can be")
 }
 
+// add hands the engine a group of keys at a time; what it reports and
+// keeps must be what adding one at a time would give.
+func TestAddInGroups(t *testing.T) {
+	path := newFile(t, "--capacity", "10000", "--error-rate", "0.001", "--growth", "1")
+	var in strings.Builder
+	for i := range 2500 { // two whole groups and part of a third
+		fmt.Fprintf(&in, "k%d\n", i%2000)
+	}
+	_, errOut, code := tallybloomIn(t, in.String(), "add", path, "--id", "10")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "added 2500 keys (2000 new)", "a key repeated in its group or a later one is not new")
+	_, errOut, code = tallybloomIn(t, "k1\nfresh\nfresh\nk2\n", "add", path, "--id", "11")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "added 4 keys (1 new)")
+
+	// A bad line: the keys before it are added, the ones after it are not.
+	_, errOut, code = tallybloomIn(t, "20\tbefore-1\n20\tbefore-2\nno id here\n20\tafter\n", "add", "--with-ids", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "line 3: want ID<TAB>KEY")
+	assert.Contains(t, errOut, "the keys before it were added and kept")
+	out, _, _ := tallybloom(t, "check", path, "before-1", "before-2", "after")
+	assert.Equal(t, "present\tbefore-1\npresent\tbefore-2\nabsent\tafter\n", out)
+
+	// An add the engine refuses, in the middle of a group, names its line.
+	fill := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
+	_, errOut, code = tallybloomIn(t, "10\ta\n11\tb\n20\tc\n", "add", "--with-ids", fill)
+	require.Equal(t, 0, code, errOut)
+	_, _, code = tallybloom(t, "drop-before", fill, "20")
+	require.Equal(t, 0, code)
+	_, errOut, code = tallybloomIn(t, "21\tm\n22\tn\n5\told\n23\tp\n", "add", "--with-ids", fill)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "line 3: engine: id older than every retained sub-filter")
+	out, _, _ = tallybloom(t, "check", fill, "m", "n", "old", "p")
+	assert.Equal(t, "present\tm\npresent\tn\nabsent\told\nabsent\tp\n", out)
+}
+
 func TestRollup(t *testing.T) {
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.001")
 	_, errOut, code := tallybloomIn(t, "https://Spam.Example.co.uk/\nhttp://hoster.example/u/7/?ref=x\n", "add", "--url", "--id", "1", path)

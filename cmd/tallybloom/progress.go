@@ -17,7 +17,6 @@ type progress struct {
 	bar   *progressbar.ProgressBar
 	start time.Time
 	keys  uint64
-	fresh uint64
 }
 
 // newProgress tracks work of total bytes read (-1 when unknown) on stderr.
