@@ -157,10 +157,23 @@ func (f *Filter) Probe(h Hash) Probe {
 		return p
 	}
 	p := Probe{base: f.block(h) * wordsPerBlock, words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
-	s := f.slots(h)
-	for range f.geometry.K {
-		c := s.next()
-		p.masks[c>>4] |= 1 << nibbleShift(c)
+	// The slot stream, written out as in Contains; the masks are the set of
+	// counters taken, so a counter drawn again is skipped as the stream
+	// skips it.
+	state := h.Derived ^ f.slotSalt
+	chunks, left := state, 64/7
+	for need := f.geometry.K; need > 0; {
+		if left == 0 {
+			state += slotStep
+			chunks, left = mix(state), 64/7
+		}
+		c := uint(chunks & (CountersPerBlock - 1))
+		chunks >>= 7
+		left--
+		if bit := uint64(1) << nibbleShift(c); p.masks[c>>4]&bit == 0 {
+			p.masks[c>>4] |= bit
+			need--
+		}
 	}
 	return p
 }
