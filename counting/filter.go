@@ -178,6 +178,11 @@ func (f *Filter) Probe(h Hash) Probe {
 	return p
 }
 
+// blockOf is the block of a probe of a blocked geometry.
+func (f *Filter) blockOf(p *Probe) *[wordsPerBlock]uint64 {
+	return (*[wordsPerBlock]uint64)(f.words[p.base : p.base+wordsPerBlock])
+}
+
 // Spans calls fn with the byte offset and length of each part of the region
 // the probe's changes write: its block, or in a flat geometry each word.
 func (p *Probe) Spans(fn func(offset uint64, length int)) {
@@ -192,6 +197,13 @@ func (p *Probe) Spans(fn func(offset uint64, length int)) {
 
 // Test reports whether every counter of the probe is non-zero.
 func (f *Filter) Test(p *Probe) bool {
+	if !p.flat {
+		words, missing := f.blockOf(p), uint64(0)
+		for i, m := range &p.masks {
+			missing |= m &^ nonZero(atomic.LoadUint64(&words[i]))
+		}
+		return missing == 0
+	}
 	for i := range p.n {
 		if m := p.masks[i]; m != 0 && nonZero(atomic.LoadUint64(&f.words[p.base+uint64(p.words[i])]))&m != m {
 			return false
@@ -203,6 +215,18 @@ func (f *Filter) Test(p *Probe) bool {
 // Increment adds one to every counter of the probe that is not saturated and
 // returns how many counters went from zero to one.
 func (f *Filter) Increment(p *Probe) (raised int) {
+	if !p.flat {
+		// All eight words of the block, without a branch on which hold a
+		// counter of the key: where one holds none its mask is zero and the
+		// word is stored unchanged, within the block the undo record saved.
+		words := f.blockOf(p)
+		for i, m := range &p.masks {
+			w := atomic.LoadUint64(&words[i])
+			raised += bits.OnesCount64(m &^ nonZero(w))
+			atomic.StoreUint64(&words[i], w+m&^saturated(w))
+		}
+		return raised
+	}
 	for i := range p.n {
 		m := p.masks[i]
 		if m == 0 {
@@ -224,6 +248,16 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 	if !f.Test(p) {
 		return 0, false
+	}
+	if !p.flat {
+		// As in Increment, every word of the block.
+		words := f.blockOf(p)
+		for i, m := range &p.masks {
+			w := atomic.LoadUint64(&words[i])
+			cleared += bits.OnesCount64(m & ones(w))
+			atomic.StoreUint64(&words[i], w-m&^saturated(w))
+		}
+		return cleared, true
 	}
 	for i := range p.n {
 		m := p.masks[i]
