@@ -42,12 +42,14 @@ func (s *shape) block(h Hash) uint64 {
 	return hi
 }
 
-// slots takes the key's first counters from Derived itself, salted: it is
+// chunks takes the key's first counters from Derived itself, salted: it is
 // uniform, so only a key that needs more than nine chunks pays for a mix.
-func (s *shape) slots(h Hash) slotStream {
+func (s *shape) chunks(h Hash) chunkStream {
 	x := h.Derived ^ s.slotSalt
-	return slotStream{state: x, bits: x, left: 64 / 7}
+	return chunkStream{state: x, bits: x, left: 64 / 7}
 }
+
+func (s *shape) slots(h Hash) slotStream { return slotStream{chunkStream: s.chunks(h)} }
 
 // Filter is one counting Bloom filter over a caller-provided counter region.
 // The region must stay valid (mapped) while the Filter is in use.
@@ -89,20 +91,13 @@ func (f *Filter) Contains(h Hash) bool {
 		return true
 	}
 	words := f.blockWords(f.block(h))
-	// The slot stream, written out here so that its state stays in
-	// registers: a lookup is short enough then that the processor starts
-	// the next key's cache misses while this one's are outstanding.
-	state := h.Derived ^ f.slotSalt
-	chunks, left := state, 64/7
+	// The slot stream, with the counters taken kept here: the chunks then
+	// stay in registers, and a lookup is short enough that the processor
+	// starts the next key's cache misses while this one's are outstanding.
+	chunks := f.chunks(h)
 	var taken [2]uint64
 	for need := f.geometry.K; need > 0; {
-		if left == 0 {
-			state += slotStep
-			chunks, left = mix(state), 64/7
-		}
-		c := uint(chunks & (CountersPerBlock - 1))
-		chunks >>= 7
-		left--
+		c := chunks.next()
 		bit := uint64(1) << (c & 63)
 		if taken[c>>6]&bit != 0 {
 			continue
@@ -157,19 +152,11 @@ func (f *Filter) Probe(h Hash) Probe {
 		return p
 	}
 	p := Probe{base: f.block(h) * wordsPerBlock, words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
-	// The slot stream, written out as in Contains; the masks are the set of
-	// counters taken, so a counter drawn again is skipped as the stream
-	// skips it.
-	state := h.Derived ^ f.slotSalt
-	chunks, left := state, 64/7
+	// The slot stream as in Contains; the masks are the set of counters
+	// taken, so a counter drawn again is skipped as the stream skips it.
+	chunks := f.chunks(h)
 	for need := f.geometry.K; need > 0; {
-		if left == 0 {
-			state += slotStep
-			chunks, left = mix(state), 64/7
-		}
-		c := uint(chunks & (CountersPerBlock - 1))
-		chunks >>= 7
-		left--
+		c := chunks.next()
 		if bit := uint64(1) << nibbleShift(c); p.masks[c>>4]&bit == 0 {
 			p.masks[c>>4] |= bit
 			need--
@@ -333,25 +320,36 @@ func (s *flatStream) next() uint {
 // slotStep advances a slot stream's state between mixes.
 const slotStep = 0x9e3779b97f4a7c15
 
-// slotStream yields a key's distinct counters within its block: 7-bit chunks
-// of the salted state, then of successive mixes of it, skipping counters
-// already taken.
-type slotStream struct {
+// chunkStream yields the 7-bit chunks of a key's slot stream: of the salted
+// state, then of successive mixes of it. It is small enough to stay in
+// registers.
+type chunkStream struct {
 	state uint64
 	bits  uint64
 	left  int
+}
+
+func (s *chunkStream) next() uint {
+	if s.left == 0 {
+		s.state += slotStep
+		s.bits, s.left = mix(s.state), 64/7
+	}
+	c := uint(s.bits & (CountersPerBlock - 1))
+	s.bits >>= 7
+	s.left--
+	return c
+}
+
+// slotStream yields a key's distinct counters within its block: its chunks,
+// skipping counters already taken.
+type slotStream struct {
+	chunkStream
 	taken [2]uint64
 }
 
 func (s *slotStream) next() uint {
 	for {
-		if s.left == 0 {
-			s.state += slotStep
-			s.bits, s.left = mix(s.state), 64/7
-		}
-		c := uint(s.bits & (CountersPerBlock - 1))
-		s.bits >>= 7
-		s.left--
+		c := s.chunkStream.next()
 		if bit := uint64(1) << (c & 63); s.taken[c>>6]&bit == 0 {
 			s.taken[c>>6] |= bit
 			return c
