@@ -57,9 +57,6 @@ func NewSet(filters []*Filter) Set {
 	return Set{places: places}
 }
 
-// Len is the number of filters in the set.
-func (s *Set) Len() int { return len(s.places) }
-
 // nibbleMask[n] selects counter n of a word, as nibbleShift places it.
 var nibbleMask = func() (m [16]uint64) {
 	for n := range m {
