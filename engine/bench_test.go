@@ -256,6 +256,57 @@ func BenchmarkAddBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
 }
 
+// BenchmarkRemoveBatch removes 1024 keys of a full filter and adds them
+// back, in batches or one call a key: a remove cannot be timed alone for
+// long without emptying the filter.
+func BenchmarkRemoveBatch(b *testing.B) {
+	const n = 1_000_000
+	f := emptyBenchFilter(b, n)
+	keys := keysFrom(0, n)
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = 1
+	}
+	for start := 0; start < n; start += 1024 {
+		end := min(start+1024, n)
+		if err := f.AddBatch(keys[start:end], ids[start:end]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, batched := range []bool{true, false} {
+		b.Run(map[bool]string{true: "batch", false: "single"}[batched], func(b *testing.B) {
+			b.ReportAllocs()
+			var removed []bool
+			next := 0
+			for b.Loop() {
+				group, groupIDs := keys[next:next+1024], ids[next:next+1024]
+				next = (next + 1024) % (n - n%1024)
+				if batched {
+					var err error
+					if removed, err = f.RemoveBatch(group, groupIDs, removed); err != nil {
+						b.Fatal(err)
+					}
+					if err := f.AddBatch(group, groupIDs); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				for i, k := range group {
+					if err := f.Remove(k, groupIDs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i, k := range group {
+					if err := f.Add(k, groupIDs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
+		})
+	}
+}
+
 // BenchmarkDropBefore opens a sub-filter and retires the oldest, one of each
 // per iteration: the cost of a retirement does not depend on how many keys
 // the retired sub-filter held.

@@ -175,6 +175,37 @@ func (f *Filter) testAndAdd(h counting.Hash, id uint64) (bool, error) {
 // (keys and ids of different lengths, a closed or read-only filter) gets
 // the sentinel error itself, and nothing is added.
 func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
+	return f.changeBatch("add", keys, ids, func(i int, h counting.Hash) error {
+		return f.endLocked(f.chain.Add(h, ids[i]))
+	})
+}
+
+// RemoveBatch removes keys[i], added with ids[i], for every i, taking the
+// lock once, and appends to removed[:0] whether each key was removed; pass
+// the previous result to reuse its room. A key its sub-filter does not hold
+// (Remove's ErrNotFound) is reported false, changes nothing, and the batch
+// goes on. Any other failure stops the batch as in AddBatch: the keys before
+// it stay removed, the result covers them, and the error is a *BatchError.
+// A batch refused whole gets the sentinel error and an empty result.
+//
+// As with Remove, remove only keys you added.
+func (f *Filter) RemoveBatch(keys [][]byte, ids []uint64, removed []bool) ([]bool, error) {
+	removed = removed[:0]
+	err := f.changeBatch("remove", keys, ids, func(i int, h counting.Hash) error {
+		err := f.endLocked(f.chain.Remove(h, ids[i]))
+		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrIDRetired) {
+			removed = append(removed, err == nil)
+			return nil
+		}
+		return err
+	})
+	return removed, err
+}
+
+// changeBatch runs change, op's change of one key, over a batch: a group at a
+// time, as ContainsBatch does, so that the keys' misses, then the blocks',
+// are under way together before the group's first change.
+func (f *Filter) changeBatch(op string, keys [][]byte, ids []uint64, change func(i int, h counting.Hash) error) error {
 	if len(keys) != len(ids) {
 		return fmt.Errorf("%w: %d keys and %d ids", ErrInvalidInput, len(keys), len(ids))
 	}
@@ -184,20 +215,18 @@ func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 	if err := f.changeableLocked(); err != nil {
 		return err
 	}
-	// A group at a time, as ContainsBatch does: the keys' misses, then the
-	// blocks', are under way together before the first add of the group.
 	var hashes [batchGroup]counting.Hash
 	for done := 0; done < len(keys); {
 		n := min(batchGroup, len(keys)-done)
 		group := f.hashGroup(keys[done:done+n], &hashes)
-		f.chain.WarmAdds(group, ids[done:done+n])
+		f.chain.WarmChanges(group, ids[done:done+n])
 		for i, h := range group {
 			err := f.beginLocked()
 			if err == nil {
-				err = f.endLocked(f.chain.Add(h, ids[done+i]))
+				err = change(done+i, h)
 			}
 			if err != nil {
-				return &BatchError{Index: done + i, Len: len(keys), Err: err}
+				return &BatchError{Op: op, Index: done + i, Len: len(keys), Err: err}
 			}
 		}
 		done += n

@@ -18,8 +18,9 @@
 //
 // Within a process, any number of goroutines may call Contains,
 // ContainsBatch and Stats while changes run; changes (Add, Remove,
-// TestAndAdd, AddBatch, DropBefore, Flush) are serialized by a mutex. Reads
-// take no lock. Close must not run concurrently with other calls.
+// TestAndAdd, AddBatch, RemoveBatch, DropBefore, Flush) are serialized by
+// a mutex. Reads take no lock. Close must not run concurrently with other
+// calls.
 //
 // Across processes, one writer holds an exclusive lock on the file (a second
 // gets ErrLocked) and any number of processes may open it with

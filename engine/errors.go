@@ -74,17 +74,19 @@ func (e *UncleanError) Error() string {
 // Is makes errors.Is(err, ErrUnclean) true.
 func (e *UncleanError) Is(target error) bool { return target == ErrUnclean }
 
-// BatchError is returned by AddBatch when the add of one key fails: the keys
-// before Index were added and stay added; the key at Index and those after
-// it were not. Err is the add's own error, which errors.Is sees through.
+// BatchError is returned by AddBatch and RemoveBatch when the change of one
+// key fails: the changes of the keys before Index were made and stay; the
+// key at Index and those after it were not changed. Err is that change's own
+// error, which errors.Is sees through.
 type BatchError struct {
-	Index int // of the key that failed
-	Len   int // of the batch
+	Op    string // "add" or "remove"
+	Index int    // of the key that failed
+	Len   int    // of the batch
 	Err   error
 }
 
 func (e *BatchError) Error() string {
-	return fmt.Sprintf("engine: add batch: key %d of %d: %v", e.Index, e.Len, e.Err)
+	return fmt.Sprintf("engine: %s batch: key %d of %d: %v", e.Op, e.Index, e.Len, e.Err)
 }
 
 func (e *BatchError) Unwrap() error { return e.Err }

@@ -389,6 +389,68 @@ func TestAddBatchAndContainsBatch(t *testing.T) {
 	assert.Equal(t, ErrClosed, f.AddBatch([][]byte{key(1002)}, []uint64{1002}))
 }
 
+// RemoveBatch removes as Remove one key at a time would, across groups and
+// sub-filters: a key its sub-filter does not hold is reported and skipped,
+// and the batch goes on.
+func TestRemoveBatch(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1, Seed: 5})
+	keys := keysFrom(0, 300)
+	ids := make([]uint64, len(keys))
+	for i := range ids {
+		ids[i] = uint64(i)
+	}
+	require.NoError(t, f.AddBatch(keys, ids))
+	require.Greater(t, len(f.Stats().SubFilters), 1)
+
+	// Every third key, then the same keys again (now gone), a key never
+	// added, and a key under the id of another sub-filter.
+	var batch [][]byte
+	var batchIDs []uint64
+	for i := 0; i < 300; i += 3 {
+		batch, batchIDs = append(batch, keys[i]), append(batchIDs, ids[i])
+	}
+	n := len(batch)
+	batch = append(batch, batch[:n]...)
+	batchIDs = append(batchIDs, batchIDs[:n]...)
+	batch, batchIDs = append(batch, key(5000), keys[1]), append(batchIDs, 0, 299)
+	removed, err := f.RemoveBatch(batch, batchIDs, make([]bool, 7))
+	require.NoError(t, err)
+	require.Len(t, removed, len(batch))
+	for i := range n {
+		assert.True(t, removed[i], "key %d removed", i)
+		assert.False(t, removed[n+i], "key %d removed twice", i)
+	}
+	assert.False(t, removed[2*n], "a key never added is not removed")
+	assert.False(t, removed[2*n+1], "a key is removed only under its own id")
+	assert.Equal(t, uint64(300-n), f.Stats().Count)
+	for i, k := range keys {
+		assert.Equal(t, i%3 != 0, f.Contains(k), "key %d", i)
+	}
+	require.Empty(t, f.verify())
+
+	// A key under a retired sub-filter's id is not found, as with Remove.
+	_, err = f.DropBefore(250)
+	require.NoError(t, err)
+	removed, err = f.RemoveBatch([][]byte{keys[1], keys[298]}, []uint64{1, 298}, removed)
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false, true}, removed)
+
+	// Refused whole: nothing is removed and the result is empty.
+	removed, err = f.RemoveBatch([][]byte{keys[299]}, nil, removed)
+	assert.ErrorIs(t, err, ErrInvalidInput)
+	assert.Empty(t, removed)
+	ro, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	removed, err = ro.RemoveBatch([][]byte{keys[299]}, []uint64{299}, nil)
+	assert.Equal(t, ErrReadOnly, err)
+	assert.Empty(t, removed)
+	require.NoError(t, ro.Close())
+	assert.True(t, f.Contains(keys[299]))
+	require.NoError(t, f.Close())
+	_, err = f.RemoveBatch([][]byte{keys[299]}, []uint64{299}, nil)
+	assert.Equal(t, ErrClosed, err)
+}
+
 // ContainsBatch works in groups, touching, hashing and warming a whole group
 // before testing it: every answer must still be the one Contains gives, for
 // members, removed keys, keys never added and empty keys, in batches that

@@ -121,11 +121,12 @@ func (c *Chain) ContainsBatch(hashes []counting.Hash, out []bool) []bool {
 	return out
 }
 
-// WarmAdds loads a word of the block each add of a batch will change, in the
-// sub-filter its id routes to now, so that the batch's cache misses are
-// under way before the first add needs its block. An add that opens a new
-// sub-filter finds its block cold; nothing else depends on the warming.
-func (c *Chain) WarmAdds(hashes []counting.Hash, ids []uint64) {
+// WarmChanges loads a word of the block each add or remove of a batch will
+// touch, in the sub-filter its id routes to now, so that the batch's cache
+// misses are under way before the first change needs its block. An add
+// that opens a new sub-filter finds its block cold; nothing else depends on
+// the warming.
+func (c *Chain) WarmChanges(hashes []counting.Hash, ids []uint64) {
 	subs := c.current.Load().subs
 	for i, h := range hashes {
 		if j, err := route(subs, ids[i]); err == nil {

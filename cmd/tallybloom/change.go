@@ -66,30 +66,18 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 	}
 	p := newProgress(cmd.ErrOrStderr(), verb, size)
-	adds := &adder{f: f, seen: map[string]struct{}{}}
-	var notFound uint64
+	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
 	err = eachKey(keys, p.reader(in), opts, func(k keyItem) error {
 		if !opts.withIDs {
 			k.id = id
 		}
 		p.keys++
-		switch verb {
-		case "add":
-			return adds.add(k)
-		case "remove":
-			switch err := f.RemoveString(k.key, k.id); {
-			case errors.Is(err, engine.ErrNotFound):
-				notFound++
-			case err != nil:
-				return fmt.Errorf("line %d: %w", k.line, err)
-			}
-		}
-		return nil
+		return batch.change(k)
 	})
-	// The keys read before a bad line are added, as one at a time they
-	// would have been; an add that fails among them came first.
-	if addErr := adds.flush(); addErr != nil {
-		err = addErr
+	// The keys read before a bad line are changed, as one at a time they
+	// would have been; a change that fails among them came first.
+	if flushErr := batch.flush(); flushErr != nil {
+		err = flushErr
 	}
 	closeErr := f.Close()
 	if err != nil {
@@ -99,68 +87,87 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		return closeErr
 	}
 	if verb == "add" {
-		p.summary("added %d keys (%d new)", p.keys, adds.fresh)
+		p.summary("added %d keys (%d new)", p.keys, batch.fresh)
 		return nil
 	}
-	p.summary("removed %d keys (%d not found)", p.keys-notFound, notFound)
-	if notFound > 0 {
-		return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", notFound, p.keys)}
+	p.summary("removed %d keys (%d not found)", p.keys-batch.notFound, batch.notFound)
+	if batch.notFound > 0 {
+		return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", batch.notFound, p.keys)}
 	}
 	return nil
 }
 
-// addGroup is how many keys add hands the engine at once.
-const addGroup = 1024
+// changeGroup is how many keys add and remove hand the engine at once.
+const changeGroup = 1024
 
-// adder adds keys a group at a time, with ContainsBatch and AddBatch. It
-// counts a key as new as adding one at a time would: absent before its
-// group, and not earlier in its group. (One at a time, a key could also
-// turn present by a false positive on the keys just before it in the same
-// group; at a filter's error rate such keys are too few to count.)
-type adder struct {
-	f       *engine.Filter
-	items   []keyItem
-	keys    [][]byte
-	ids     []uint64
-	present []bool
-	seen    map[string]struct{}
-	fresh   uint64
+// changer adds or removes keys a group at a time, with the engine's batch
+// calls, counting what one call a key would count. An add counts a key as
+// new if it was absent before its group and not earlier in its group. (One
+// at a time, a key could also turn present by a false positive on the keys
+// just before it in the same group; at a filter's error rate such keys are
+// too few to count.)
+type changer struct {
+	f      *engine.Filter
+	remove bool
+	items  []keyItem
+	keys   [][]byte
+	ids    []uint64
+	// results is, for each key of the group, whether it was present before
+	// its group (add) or whether it was removed (remove).
+	results  []bool
+	seen     map[string]struct{}
+	fresh    uint64 // keys added that were new
+	notFound uint64 // keys to remove that their sub-filter did not hold
 }
 
-func (a *adder) add(k keyItem) error {
-	a.items = append(a.items, k)
-	if len(a.items) == addGroup {
-		return a.flush()
+func (c *changer) change(k keyItem) error {
+	c.items = append(c.items, k)
+	if len(c.items) == changeGroup {
+		return c.flush()
 	}
 	return nil
 }
 
-// flush adds the group. Whatever happens, the group is done with: after an
-// error, its later keys are not added, as one at a time they would not be.
-func (a *adder) flush() error {
-	if len(a.items) == 0 {
+// flush changes the group. Whatever happens, the group is done with: after
+// an error, its later keys are not changed, as one at a time they would not
+// be.
+func (c *changer) flush() error {
+	if len(c.items) == 0 {
 		return nil
 	}
-	a.keys, a.ids = a.keys[:0], a.ids[:0]
-	for _, k := range a.items {
+	c.keys, c.ids = c.keys[:0], c.ids[:0]
+	for _, k := range c.items {
 		// The engine only reads the keys.
-		a.keys = append(a.keys, unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
-		a.ids = append(a.ids, k.id)
+		c.keys = append(c.keys, unsafe.Slice(unsafe.StringData(k.key), len(k.key)))
+		c.ids = append(c.ids, k.id)
 	}
-	a.present = a.f.ContainsBatch(a.keys, a.present)
-	err := a.f.AddBatch(a.keys, a.ids)
-	added := len(a.items)
+	var err error
+	if c.remove {
+		c.results, err = c.f.RemoveBatch(c.keys, c.ids, c.results)
+	} else {
+		c.results = c.f.ContainsBatch(c.keys, c.results)
+		err = c.f.AddBatch(c.keys, c.ids)
+	}
+	done := len(c.items)
 	if batchErr, ok := errors.AsType[*engine.BatchError](err); ok {
-		added = batchErr.Index
-		err = fmt.Errorf("line %d: %w", a.items[batchErr.Index].line, batchErr.Err)
+		done = batchErr.Index
+		err = fmt.Errorf("line %d: %w", c.items[batchErr.Index].line, batchErr.Err)
 	}
-	clear(a.seen)
-	for i, k := range a.items[:added] {
-		if _, again := a.seen[k.key]; !a.present[i] && !again {
-			a.fresh++
+	if c.remove {
+		for _, removed := range c.results[:done] {
+			if !removed {
+				c.notFound++
+			}
 		}
-		a.seen[k.key] = struct{}{}
+	} else {
+		clear(c.seen)
+		for i, k := range c.items[:done] {
+			if _, again := c.seen[k.key]; !c.results[i] && !again {
+				c.fresh++
+			}
+			c.seen[k.key] = struct{}{}
+		}
 	}
-	a.items = a.items[:0]
+	c.items = c.items[:0]
 	return err
 }

@@ -157,6 +157,44 @@ func TestAddInGroups(t *testing.T) {
 	assert.Equal(t, "present\tm\npresent\tn\nabsent\told\nabsent\tp\n", out)
 }
 
+func TestRemoveInGroups(t *testing.T) {
+	path := newFile(t, "--capacity", "10000", "--error-rate", "0.001", "--growth", "1")
+	var in strings.Builder
+	for i := range 2500 {
+		fmt.Fprintf(&in, "k%d\n", i)
+	}
+	_, errOut, code := tallybloomIn(t, in.String(), "add", path, "--id", "10")
+	require.Equal(t, 0, code, errOut)
+
+	// Two whole groups and part of a third: 2 000 keys held, 300 of them
+	// twice (the second time they are gone), and 200 never added.
+	in.Reset()
+	for i := range 2000 {
+		fmt.Fprintf(&in, "k%d\n", i)
+	}
+	for i := range 300 {
+		fmt.Fprintf(&in, "k%d\n", i)
+	}
+	for i := range 200 {
+		fmt.Fprintf(&in, "never-%d\n", i)
+	}
+	_, errOut, code = tallybloomIn(t, in.String(), "remove", path, "--id", "10")
+	assert.Equal(t, 1, code, "some keys were not found")
+	assert.Contains(t, errOut, "removed 2000 keys (500 not found)")
+	out, _, _ := tallybloom(t, "stats", "--json", path)
+	assert.Contains(t, out, `"count": 500,`)
+	out, _, _ = tallybloom(t, "check", path, "k0", "k1999", "k2000", "k2499")
+	assert.Equal(t, "absent\tk0\nabsent\tk1999\npresent\tk2000\npresent\tk2499\n", out)
+
+	// A bad line: the keys before it are removed, the ones after it are not.
+	_, errOut, code = tallybloomIn(t, "10\tk2000\n10\tk2001\nno id here\n10\tk2002\n", "remove", "--with-ids", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "line 3: want ID<TAB>KEY")
+	assert.Contains(t, errOut, "the keys before it were removed and kept")
+	out, _, _ = tallybloom(t, "check", path, "k2000", "k2001", "k2002")
+	assert.Equal(t, "absent\tk2000\nabsent\tk2001\npresent\tk2002\n", out)
+}
+
 func TestRollup(t *testing.T) {
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.001")
 	_, errOut, code := tallybloomIn(t, "https://Spam.Example.co.uk/\nhttp://hoster.example/u/7/?ref=x\n", "add", "--url", "--id", "1", path)
