@@ -129,13 +129,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// every spreads n keys over keys, so lookups land all over the filter.
+// every spreads n keys over keys, so lookups land all over the filter, and
+// packs them: walked in order they are in the cache, as a key a service has
+// just read from a request is.
 func every(keys [][]byte, n int) [][]byte {
 	out := make([][]byte, 0, n)
 	for i := range n {
 		out = append(out, keys[i*len(keys)/n])
 	}
-	return out
+	return Packed(out)
 }
 
 // BenchmarkContains looks up members and non-members, and reports each

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"bytes"
+	"testing"
+	"unsafe"
+)
+
+// TestKeys holds the generated keys to what the benchmarks rely on: the same
+// keys on every call, of 16 to 64 bytes, disjoint between sets, and lying
+// one after another in memory, as every's packed copy does too.
+func TestKeys(t *testing.T) {
+	const n = 50_000 // more than one arena chunk
+	members, again, others := Keys(n, 1), Keys(n, 1), Keys(n, 2)
+	seen := map[string]bool{}
+	for i, k := range members {
+		if len(k) < 16 || len(k) > 64 {
+			t.Fatalf("key %d has %d bytes", i, len(k))
+		}
+		if !bytes.Equal(k, again[i]) {
+			t.Fatalf("key %d differs between calls", i)
+		}
+		seen[string(k)] = true
+	}
+	for i, k := range others {
+		if seen[string(k)] {
+			t.Fatalf("key %d of set 2 is also in set 1", i)
+		}
+	}
+	picked := every(members, 20_000)
+	for i, k := range picked {
+		if !bytes.Equal(k, members[i*n/20_000]) {
+			t.Fatalf("picked key %d is not member %d", i, i*n/20_000)
+		}
+	}
+	for name, keys := range map[string][][]byte{"Keys": members, "every": picked} {
+		if gaps := countGaps(keys); gaps > 2*len(keys)*48/arenaChunk+1 {
+			t.Errorf("%s: %d of %d keys do not follow the one before", name, gaps, len(keys))
+		}
+	}
+}
+
+// countGaps counts keys that do not start where the key before them ends.
+func countGaps(keys [][]byte) int {
+	gaps := 0
+	for i := 1; i < len(keys); i++ {
+		end := uintptr(unsafe.Pointer(unsafe.SliceData(keys[i-1]))) + uintptr(len(keys[i-1]))
+		if uintptr(unsafe.Pointer(unsafe.SliceData(keys[i]))) != end {
+			gaps++
+		}
+	}
+	return gaps
+}
