@@ -16,11 +16,20 @@ var errBadURL = errors.New("not a URL with a host")
 // trailing slash. "HTTPS://User@WWW.Example.com:8443/a/b/?q#f" becomes
 // "www.example.com/a/b".
 func canonicalURL(raw string) (string, error) {
-	host, segments, err := splitURL(raw)
+	host, path, err := splitURL(raw)
 	if err != nil {
 		return "", err
 	}
-	return strings.Join(append([]string{host}, segments...), "/"), nil
+	var b strings.Builder
+	b.Grow(len(host) + len(path))
+	b.WriteString(host)
+	for s := range strings.SplitSeq(path, "/") {
+		if s != "" {
+			b.WriteByte('/')
+			b.WriteString(s)
+		}
+	}
+	return b.String(), nil
 }
 
 // rollupCandidates are the forms a URL is checked under, most specific
@@ -28,9 +37,15 @@ func canonicalURL(raw string) (string, error) {
 // parent domain down to the registrable one (per the public suffix list, so
 // a.b.example.co.uk stops at example.co.uk).
 func rollupCandidates(raw string) ([]string, error) {
-	host, segments, err := splitURL(raw)
+	host, path, err := splitURL(raw)
 	if err != nil {
 		return nil, err
+	}
+	var segments []string
+	for s := range strings.SplitSeq(path, "/") {
+		if s != "" {
+			segments = append(segments, s)
+		}
 	}
 	var candidates []string
 	for i := len(segments); i > 0; i-- {
@@ -48,23 +63,20 @@ func rollupCandidates(raw string) ([]string, error) {
 	return candidates, nil
 }
 
-func splitURL(raw string) (host string, segments []string, err error) {
+// splitURL returns the URL's host, lowercased and without a trailing dot,
+// and its escaped path.
+func splitURL(raw string) (host, path string, err error) {
 	raw = strings.TrimSpace(raw)
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %v", errBadURL, err)
+		return "", "", fmt.Errorf("%w: %v", errBadURL, err)
 	}
 	host = strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if host == "" {
-		return "", nil, fmt.Errorf("%w: %q", errBadURL, raw)
+		return "", "", fmt.Errorf("%w: %q", errBadURL, raw)
 	}
-	for _, s := range strings.Split(u.EscapedPath(), "/") {
-		if s != "" {
-			segments = append(segments, s)
-		}
-	}
-	return host, segments, nil
+	return host, u.EscapedPath(), nil
 }

@@ -35,3 +35,22 @@ func TestRollupCandidates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1/p", "10.0.0.1"}, got)
 }
+
+// BenchmarkCanonicalURL is the per-key cost `add --url` and `check` pay on
+// top of the filter's.
+func BenchmarkCanonicalURL(b *testing.B) {
+	urls := []string{
+		"https://Example.com/path/to/page?q=1&x=y#frag",
+		"spam.example/win-a-prize",
+		"http://user@sub.domain.example.co.uk:8080/a/b/c/d/",
+		"HTTPS://WWW.EXAMPLE.ORG/%7Euser/index.html",
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := canonicalURL(urls[i%len(urls)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
