@@ -23,11 +23,9 @@ func canonicalURL(raw string) (string, error) {
 	var b strings.Builder
 	b.Grow(len(host) + len(path))
 	b.WriteString(host)
-	for s := range strings.SplitSeq(path, "/") {
-		if s != "" {
-			b.WriteByte('/')
-			b.WriteString(s)
-		}
+	for s := range strings.FieldsFuncSeq(path, isSlash) {
+		b.WriteByte('/')
+		b.WriteString(s)
 	}
 	return b.String(), nil
 }
@@ -41,12 +39,7 @@ func rollupCandidates(raw string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var segments []string
-	for s := range strings.SplitSeq(path, "/") {
-		if s != "" {
-			segments = append(segments, s)
-		}
-	}
+	segments := strings.FieldsFunc(path, isSlash)
 	var candidates []string
 	for i := len(segments); i > 0; i-- {
 		candidates = append(candidates, host+"/"+strings.Join(segments[:i], "/"))
@@ -62,6 +55,9 @@ func rollupCandidates(raw string) ([]string, error) {
 	}
 	return candidates, nil
 }
+
+// isSlash splits a path into its non-empty segments.
+func isSlash(r rune) bool { return r == '/' }
 
 // splitURL returns the URL's host, lowercased and without a trailing dot,
 // and its escaped path.
