@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-func benchFilter(b *testing.B, n uint64) (*Filter, Hasher, [][]byte) {
+func benchFilter(b *testing.B, n uint64, presence bool) (*Filter, Hasher, [][]byte) {
 	g, err := Plan(n, 0.001)
 	if err != nil {
 		b.Fatal(err)
 	}
-	f, _ := newTestFilter(b, g)
+	f, _ := newTestFilter(b, g, presence)
 	h := NewHasher(11)
 	keys := make([][]byte, 1<<16)
 	for i := range keys {
@@ -38,9 +38,13 @@ func BenchmarkHash(b *testing.B) {
 }
 
 func BenchmarkFilter(b *testing.B) {
-	for _, n := range []uint64{1_000_000} {
-		f, h, keys := benchFilter(b, n)
-		b.Run(fmt.Sprintf("n=%d/Contains", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n        uint64
+		presence bool
+	}{{1_000_000, true}, {1_000_000, false}} {
+		n := c.n
+		f, h, keys := benchFilter(b, n, c.presence)
+		b.Run(fmt.Sprintf("n=%d/presence=%v/Contains", n, c.presence), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -48,7 +52,7 @@ func BenchmarkFilter(b *testing.B) {
 				i++
 			}
 		})
-		b.Run(fmt.Sprintf("n=%d/IncrementDecrement", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=%d/presence=%v/IncrementDecrement", n, c.presence), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

@@ -51,31 +51,57 @@ func (s *shape) chunks(h Hash) chunkStream {
 
 func (s *shape) slots(h Hash) slotStream { return slotStream{chunkStream: s.chunks(h)} }
 
-// Filter is one counting Bloom filter over a caller-provided counter region.
-// The region must stay valid (mapped) while the Filter is in use.
+// Filter is one counting Bloom filter over a caller-provided counter region
+// and, optionally, its presence bits. The regions must stay valid (mapped)
+// while the Filter is in use.
 type Filter struct {
 	shape
 	words []uint64
+	// presence is nil, or one bit for each counter, set while the counter is
+	// non-zero (see PresenceBytes): what Contains reads, a quarter of the
+	// counters' room, so that lookups find it in the cache more often.
+	presence []uint64
 }
 
-// New returns a Filter over counters, which must be exactly g.Bytes() long and
-// 8-byte aligned. Distinct salts make the sub-filters of one chain place the
-// same key independently.
-func New(counters []byte, g Geometry, salt uint64) (*Filter, error) {
+// New returns a Filter over counters, which must be exactly g.Bytes() long,
+// and presence, which must be empty or exactly PresenceBytes(g) long, both
+// 8-byte aligned. Presence bits must start as the counters are (zero with
+// zero counters, or written by RebuildPresence). Distinct salts make the
+// sub-filters of one chain place the same key independently.
+func New(counters, presence []byte, g Geometry, salt uint64) (*Filter, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
 	if uint64(len(counters)) != g.Bytes() {
 		return nil, fmt.Errorf("%w: region of %d bytes for %d blocks", ErrInvalidGeometry, len(counters), g.Blocks)
 	}
-	if uintptr(unsafe.Pointer(unsafe.SliceData(counters)))%8 != 0 {
+	if len(presence) != 0 && uint64(len(presence)) != PresenceBytes(g) {
+		return nil, fmt.Errorf("%w: %d bytes of presence bits for %d blocks (want %d)", ErrInvalidGeometry, len(presence), g.Blocks, PresenceBytes(g))
+	}
+	words, err := wordsOf(counters)
+	if err != nil {
+		return nil, err
+	}
+	bits, err := wordsOf(presence)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{shape: newShape(g, salt), words: words, presence: bits}, nil
+}
+
+// wordsOf is b as 64-bit words, nil for no bytes.
+func wordsOf(b []byte) ([]uint64, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 != 0 {
 		return nil, fmt.Errorf("%w: region not 8-byte aligned", ErrInvalidGeometry)
 	}
-	return &Filter{
-		shape: newShape(g, salt),
-		words: unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(counters))), len(counters)/8),
-	}, nil
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8), nil
 }
+
+// HasPresence reports whether the filter keeps presence bits.
+func (f *Filter) HasPresence() bool { return f.presence != nil }
 
 // Contains reports whether every counter of the key is non-zero. It stops at
 // the first zero counter, so keys never added usually cost one or two loads.
@@ -90,7 +116,11 @@ func (f *Filter) Contains(h Hash) bool {
 		}
 		return true
 	}
-	words := f.blockWords(f.block(h))
+	block := f.block(h)
+	if f.presence != nil {
+		return f.present(block, h)
+	}
+	words := f.blockWords(block)
 	// The slot stream, with the counters taken kept here: the chunks then
 	// stay in registers, and a lookup is short enough that the processor
 	// starts the next key's cache misses while this one's are outstanding.
@@ -111,15 +141,45 @@ func (f *Filter) Contains(h Hash) bool {
 	return true
 }
 
-// Warm loads one word of the key's block, so that its cache line is on its
-// way before Contains needs it: a caller that warms several blocks first
-// lets their cache misses overlap instead of queueing. It returns the word
-// it loaded, which callers may ignore.
+// present is Contains over the presence bits: the key's counters as a set
+// of presence bits, tested with two loads of one cache line. The loads come
+// first, so that a cache miss is under way while the set is drawn.
+func (f *Filter) present(block uint64, h Hash) bool {
+	presence := f.presenceOf(block)
+	lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
+	want := f.presenceSet(h)
+	return lo&want[0] == want[0] && hi&want[1] == want[1]
+}
+
+// presenceSet is the key's counters as presence bits of its block: the slot
+// stream, each counter drawn again skipped.
+func (s *shape) presenceSet(h Hash) (set [2]uint64) {
+	chunks := s.chunks(h)
+	for need := s.geometry.K; need > 0; {
+		c := chunks.next()
+		if bit := presenceBit(c); set[c>>6]&bit == 0 {
+			set[c>>6] |= bit
+			need--
+		}
+	}
+	return set
+}
+
+// Warm loads one word of the key's block, and of its presence bits, so that
+// their cache lines are on their way before Contains or a change needs
+// them: a caller that warms several blocks first lets their cache misses
+// overlap instead of queueing. It returns what it loaded, which callers may
+// ignore.
 func (f *Filter) Warm(h Hash) uint64 {
 	if f.geometry.Flat {
 		return 0 // at most 512 bytes: warm after the first lookup anyway
 	}
-	return atomic.LoadUint64(&f.words[f.block(h)*wordsPerBlock])
+	block := f.block(h)
+	w := atomic.LoadUint64(&f.words[block*wordsPerBlock])
+	if f.presence != nil {
+		w ^= atomic.LoadUint64(&f.presenceOf(block)[0])
+	}
+	return w
 }
 
 // Probe is the located counters of one key: up to eight counter words and,
@@ -130,6 +190,7 @@ type Probe struct {
 	base  uint64                // index of words[0]'s word
 	words [wordsPerBlock]uint8  // word index of each mask, from base
 	masks [wordsPerBlock]uint64 // zero for an unused entry
+	set   [2]uint64             // the key's counters as presence bits of its block
 	n     int                   // entries in use
 	flat  bool
 }
@@ -152,17 +213,27 @@ func (f *Filter) Probe(h Hash) Probe {
 		return p
 	}
 	p := Probe{base: f.block(h) * wordsPerBlock, words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
-	// The slot stream as in Contains; the masks are the set of counters
-	// taken, so a counter drawn again is skipped as the stream skips it.
+	// The slot stream as in Contains; the set is the counters taken, so a
+	// counter drawn again is skipped as the stream skips it.
 	chunks := f.chunks(h)
 	for need := f.geometry.K; need > 0; {
 		c := chunks.next()
-		if bit := uint64(1) << nibbleShift(c); p.masks[c>>4]&bit == 0 {
-			p.masks[c>>4] |= bit
+		if bit := presenceBit(c); p.set[c>>6]&bit == 0 {
+			p.set[c>>6] |= bit
+			p.masks[c>>4] |= 1 << nibbleShift(c)
 			need--
 		}
 	}
 	return p
+}
+
+// PresenceSpan is the byte offset and length, within the presence bits, of
+// the bits the probe's changes write; length 0 if the filter has none.
+func (f *Filter) PresenceSpan(p *Probe) (offset uint64, length int) {
+	if f.presence == nil || p.flat {
+		return 0, 0
+	}
+	return p.base / wordsPerBlock * PresenceBytesPerBlock, PresenceBytesPerBlock
 }
 
 // blockOf is the block of a probe of a blocked geometry.
@@ -207,6 +278,9 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 		// counter of the key: where one holds none its mask is zero and the
 		// word is stored unchanged, within the block the undo record saved.
 		words := f.blockOf(p)
+		if f.presence != nil {
+			f.markPresent(p)
+		}
 		for i, m := range &p.masks {
 			w := atomic.LoadUint64(&words[i])
 			raised += bits.OnesCount64(m &^ nonZero(w))
@@ -239,10 +313,22 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 	if !p.flat {
 		// As in Increment, every word of the block.
 		words := f.blockOf(p)
+		var presence *[2]uint64
+		var was [2]uint64
+		if f.presence != nil {
+			// Loaded before the counters' atomic stores, as in markPresent.
+			presence = f.presenceOf(p.base / wordsPerBlock)
+			was = [2]uint64{atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])}
+		}
+		var gone [wordsPerBlock]uint64 // the counters that reach zero
 		for i, m := range &p.masks {
 			w := atomic.LoadUint64(&words[i])
-			cleared += bits.OnesCount64(m & ones(w))
+			gone[i] = m & ones(w)
+			cleared += bits.OnesCount64(gone[i])
 			atomic.StoreUint64(&words[i], w-m&^saturated(w))
+		}
+		if cleared > 0 && presence != nil {
+			clearPresence(presence, was, &gone)
 		}
 		return cleared, true
 	}
@@ -258,6 +344,80 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		atomic.StoreUint64(word, w-m&^saturated(w))
 	}
 	return cleared, true
+}
+
+// markPresent sets the presence bits of the probe's counters, before the
+// counters are raised: a lookup may then find the key a moment early, as it
+// may while the counters are half raised. Stored first, the bits' cache miss
+// overlaps the counters' instead of waiting behind their atomic stores.
+func (f *Filter) markPresent(p *Probe) {
+	presence := f.presenceOf(p.base / wordsPerBlock)
+	atomic.StoreUint64(&presence[0], atomic.LoadUint64(&presence[0])|p.set[0])
+	atomic.StoreUint64(&presence[1], atomic.LoadUint64(&presence[1])|p.set[1])
+}
+
+// clearPresence stores presence bits that were was, less those of the
+// counters that reached zero: gone[i] has the low bit of each of them in
+// counter word i. Only the writer changes presence bits, so was is still
+// current.
+func clearPresence(presence *[2]uint64, was [2]uint64, gone *[wordsPerBlock]uint64) {
+	var clear [2]uint64
+	for i, flags := range gone {
+		for ; flags != 0; flags &= flags - 1 {
+			// Invert nibbleShift: the counter whose low bit this is.
+			c := uint(i)<<4 | uint(bits.TrailingZeros64(flags))>>2 ^ 1
+			clear[c>>6] |= presenceBit(c)
+		}
+	}
+	atomic.StoreUint64(&presence[0], was[0]&^clear[0])
+	atomic.StoreUint64(&presence[1], was[1]&^clear[1])
+}
+
+// RebuildPresence sets the presence bits from the counters, for a region
+// whose counters were written from elsewhere (an import). It reads every
+// counter and must not run during changes.
+func (f *Filter) RebuildPresence() {
+	if f.presence == nil {
+		return
+	}
+	for block := range f.geometry.Blocks {
+		want, presence := blockPresence(f.blockWords(block)), f.presenceOf(block)
+		atomic.StoreUint64(&presence[0], want[0])
+		atomic.StoreUint64(&presence[1], want[1])
+	}
+}
+
+// StalePresence counts the blocks whose presence bits do not match their
+// counters. It reads every counter: a check, not a hot path.
+func (f *Filter) StalePresence() (blocks uint64) {
+	if f.presence == nil {
+		return 0
+	}
+	for block := range f.geometry.Blocks {
+		want, presence := blockPresence(f.blockWords(block)), f.presenceOf(block)
+		if atomic.LoadUint64(&presence[0]) != want[0] || atomic.LoadUint64(&presence[1]) != want[1] {
+			blocks++
+		}
+	}
+	return blocks
+}
+
+// blockPresence is the presence bits of a block's counters.
+func blockPresence(words *[wordsPerBlock]uint64) (presence [2]uint64) {
+	for i := range words {
+		w := atomic.LoadUint64(&words[i])
+		for n := range uint(16) {
+			if w>>nibbleShift(n)&MaxCounter != 0 {
+				c := uint(i)<<4 | n
+				presence[c>>6] |= presenceBit(c)
+			}
+		}
+	}
+	return presence
+}
+
+func (f *Filter) presenceOf(block uint64) *[2]uint64 {
+	return (*[2]uint64)(f.presence[block*2:])
 }
 
 // Counter returns counter i of the region.
@@ -356,6 +516,12 @@ func (s *slotStream) next() uint {
 		}
 	}
 }
+
+// presenceBit is the bit of counter c (0..127) of a block within its
+// presence word c/64: bit c%64 in most-significant-first order within each
+// byte of the little-endian word, so that the presence bits of a region are
+// its frozen form (see Freeze) byte for byte.
+func presenceBit(c uint) uint64 { return 1 << ((c & 63) ^ 7) }
 
 // nibbleShift is the bit offset of counter c (0..15) within its little-endian
 // word: byte c/2, high nibble for even c.

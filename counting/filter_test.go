@@ -5,17 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func newTestFilter(t testing.TB, g Geometry) (*Filter, []byte) {
+// newTestFilter builds a filter of g over zeroed counters, with presence
+// bits if presence is set.
+func newTestFilter(t testing.TB, g Geometry, presence bool) (*Filter, []byte) {
 	t.Helper()
 	region := make([]byte, g.Bytes())
-	f, err := New(region, g, 42)
+	var bits []byte
+	if presence {
+		bits = make([]byte, PresenceBytes(g))
+	}
+	f, err := New(region, bits, g, 42)
 	require.NoError(t, err)
+	require.Equal(t, presence && !g.Flat, f.HasPresence())
 	return f, region
 }
 
@@ -26,12 +35,13 @@ func probeOf(counters ...uint) Probe {
 	p := Probe{words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
 	for _, c := range counters {
 		p.masks[c>>4] |= 1 << nibbleShift(c)
+		p.set[c>>6] |= presenceBit(c)
 	}
 	return p
 }
 
 func TestCounterOrderIsRedisBitfieldU4(t *testing.T) {
-	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 1})
+	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 1}, true)
 	// Counter i is in byte i/2, high nibble for even i (BITFIELD u4 #i).
 	for _, c := range []uint{0, 1, 2, 17, 126, 127} {
 		clear(region)
@@ -49,7 +59,7 @@ func TestCounterOrderIsRedisBitfieldU4(t *testing.T) {
 }
 
 func TestSaturationIsSticky(t *testing.T) {
-	f, _ := newTestFilter(t, Geometry{Blocks: 1, K: 2})
+	f, _ := newTestFilter(t, Geometry{Blocks: 1, K: 2}, true)
 	p := probeOf(3, 40)
 	for range 20 {
 		f.Increment(&p)
@@ -67,7 +77,7 @@ func TestSaturationIsSticky(t *testing.T) {
 }
 
 func TestDecrementIsAllOrNothing(t *testing.T) {
-	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 3})
+	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 3}, true)
 	present := probeOf(5, 6, 7)
 	f.Increment(&present)
 	before := append([]byte(nil), region...)
@@ -84,7 +94,7 @@ func TestDecrementIsAllOrNothing(t *testing.T) {
 
 func TestProbeSetsKDistinctCountersInOneBlock(t *testing.T) {
 	for _, k := range []int{1, 7, 20, MaxK} {
-		f, _ := newTestFilter(t, Geometry{Blocks: 1000, K: k})
+		f, _ := newTestFilter(t, Geometry{Blocks: 1000, K: k}, true)
 		h := NewHasher(7)
 		for i := range 2000 {
 			p := f.Probe(h.Key(key(i)))
@@ -110,27 +120,29 @@ func TestContainsAgreesWithProbe(t *testing.T) {
 		geometries = append(geometries, Geometry{Blocks: 512, K: k})
 	}
 	for _, g := range geometries {
-		t.Run(fmt.Sprintf("k=%d", g.K), func(t *testing.T) {
-			f, _ := newTestFilter(t, g)
-			h := NewHasher(1)
-			added := int(float64(g.Counters()) * 0.69 / float64(g.K))
-			for i := range added {
-				p := f.Probe(h.Key(key(i)))
-				f.Increment(&p)
-			}
-			answers := map[bool]int{}
-			for i := range added + 20000 {
-				hk := h.Key(key(i))
-				p := f.Probe(hk)
-				require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
-				if i < added {
-					require.True(t, f.Contains(hk), "added key %d missing", i)
+		for _, presence := range []bool{true, false} {
+			t.Run(fmt.Sprintf("k=%d/presence=%v", g.K, presence), func(t *testing.T) {
+				f, _ := newTestFilter(t, g, presence)
+				h := NewHasher(1)
+				added := int(float64(g.Counters()) * 0.69 / float64(g.K))
+				for i := range added {
+					p := f.Probe(h.Key(key(i)))
+					f.Increment(&p)
 				}
-				answers[f.Contains(hk)]++
-			}
-			require.Positive(t, answers[false], "no key was absent: the comparison proves nothing")
-			require.Greater(t, answers[true], added, "no key never added was reported present")
-		})
+				answers := map[bool]int{}
+				for i := range added + 20000 {
+					hk := h.Key(key(i))
+					p := f.Probe(hk)
+					require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
+					if i < added {
+						require.True(t, f.Contains(hk), "added key %d missing", i)
+					}
+					answers[f.Contains(hk)]++
+				}
+				require.Positive(t, answers[false], "no key was absent: the comparison proves nothing")
+				require.Greater(t, answers[true], added, "no key never added was reported present")
+			})
+		}
 	}
 }
 
@@ -148,7 +160,7 @@ func TestMeasuredFalsePositiveRateMatchesPlan(t *testing.T) {
 			const n = 50_000
 			g, err := Plan(n, p)
 			require.NoError(t, err)
-			f, _ := newTestFilter(t, g)
+			f, _ := newTestFilter(t, g, true)
 			h := NewHasher(3)
 			for i := range n {
 				pr := f.Probe(h.Key(key(i)))
@@ -179,7 +191,7 @@ func sqrt(x float64) float64 {
 }
 
 func TestTally(t *testing.T) {
-	f, _ := newTestFilter(t, Geometry{Blocks: 2, K: 4})
+	f, _ := newTestFilter(t, Geometry{Blocks: 2, K: 4}, true)
 	h := NewHasher(5)
 	for i := range 10 {
 		p := f.Probe(h.Key(key(i)))
@@ -193,14 +205,23 @@ func TestTally(t *testing.T) {
 
 func TestNewRejectsBadRegions(t *testing.T) {
 	g := Geometry{Blocks: 2, K: 3}
-	_, err := New(make([]byte, 64), g, 0)
+	_, err := New(make([]byte, 64), nil, g, 0)
 	assert.True(t, errors.Is(err, ErrInvalidGeometry))
-	_, err = New(make([]byte, 129)[1:], g, 0)
+	_, err = New(make([]byte, 129)[1:], nil, g, 0)
 	assert.True(t, errors.Is(err, ErrInvalidGeometry), "misaligned")
-	_, err = New(make([]byte, 128), Geometry{Blocks: 2, K: 0}, 0)
+	_, err = New(make([]byte, 128), nil, Geometry{Blocks: 2, K: 0}, 0)
 	assert.True(t, errors.Is(err, ErrInvalidGeometry))
-	_, err = New(make([]byte, 128), Geometry{Blocks: 2, K: MaxK + 1}, 0)
+	_, err = New(make([]byte, 128), nil, Geometry{Blocks: 2, K: MaxK + 1}, 0)
 	assert.True(t, errors.Is(err, ErrInvalidGeometry))
+	_, err = New(make([]byte, 128), make([]byte, 16), g, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry), "presence bits for one block of two")
+	_, err = New(make([]byte, 128), make([]byte, 33)[1:], g, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry), "misaligned presence bits")
+	flat := Geometry{Blocks: 2, K: 3, Flat: true}
+	_, err = New(make([]byte, 128), make([]byte, 32), flat, 0)
+	assert.True(t, errors.Is(err, ErrInvalidGeometry), "a flat geometry has no presence bits")
+	_, err = New(make([]byte, 128), make([]byte, 32), g, 0)
+	assert.NoError(t, err)
 }
 
 func TestPlan(t *testing.T) {
@@ -233,7 +254,7 @@ func TestPlan(t *testing.T) {
 func TestFrozenAnswersAsTheFilterDid(t *testing.T) {
 	g, err := Plan(3000, 0.01)
 	require.NoError(t, err)
-	f, _ := newTestFilter(t, g)
+	f, _ := newTestFilter(t, g, true)
 	h := NewHasher(4)
 	for i := range 3000 {
 		p := f.Probe(h.Key(key(i)))
@@ -252,7 +273,7 @@ func TestFrozenAnswersAsTheFilterDid(t *testing.T) {
 }
 
 func TestFrozenBitOrderIsRedisGetbit(t *testing.T) {
-	f, _ := newTestFilter(t, Geometry{Blocks: 1, K: 1})
+	f, _ := newTestFilter(t, Geometry{Blocks: 1, K: 1}, true)
 	p := probeOf(0, 9)
 	f.Increment(&p)
 	bits := make([]byte, 16)
@@ -279,7 +300,7 @@ func TestFlatFilter(t *testing.T) {
 	g, err := Plan(100, 0.01)
 	require.NoError(t, err)
 	require.True(t, g.Flat)
-	f, region := newTestFilter(t, g)
+	f, region := newTestFilter(t, g, true)
 	h := NewHasher(9)
 	var total int
 	for i := range 100 {
@@ -335,7 +356,7 @@ func TestShapeAnswersAsTheFilter(t *testing.T) {
 	for _, n := range []uint64{100, 20_000} { // flat and blocked
 		g, err := Plan(n, 0.01)
 		require.NoError(t, err)
-		f, region := newTestFilter(t, g)
+		f, region := newTestFilter(t, g, true)
 		h := NewHasher(2)
 		for i := range int(n) {
 			p := f.Probe(h.Key(key(i)))
@@ -351,4 +372,71 @@ func TestShapeAnswersAsTheFilter(t *testing.T) {
 		off, _ := s.Locate(h.Key(key(0)))
 		assert.False(t, s.Test(h.Key(key(0)), region[off:off+3]), "missing bytes read as zeros")
 	}
+}
+
+// The presence bits follow the counters through adds and removes, and lie
+// in the order of the frozen form.
+func TestPresenceBitsFollowTheCounters(t *testing.T) {
+	g := Geometry{Blocks: 16, K: 9}
+	f, _ := newTestFilter(t, g, true)
+	h := NewHasher(3)
+	frozen := make([]byte, FrozenBytes(g))
+	presence := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f.presence))), PresenceBytes(g))
+	rng := rand.New(rand.NewPCG(1, 2))
+	held := map[int]int{}
+	removed := 0
+	for step := range 5000 {
+		i := rng.IntN(300)
+		p := f.Probe(h.Key(key(i)))
+		if held[i] > 0 && rng.IntN(2) == 0 {
+			_, ok := f.Decrement(&p)
+			require.True(t, ok)
+			held[i]--
+			removed++
+		} else {
+			f.Increment(&p)
+			held[i]++
+		}
+		f.Freeze(frozen)
+		require.Equal(t, frozen, presence, "step %d", step)
+	}
+	require.Zero(t, f.StalePresence())
+	require.Greater(t, removed, 1000)
+	for i, n := range held {
+		if n > 0 {
+			require.True(t, f.Contains(h.Key(key(i))), "key %d", i)
+		}
+	}
+}
+
+// StalePresence finds a block whose bits disagree with its counters, and
+// RebuildPresence makes them agree again.
+func TestRebuildPresence(t *testing.T) {
+	g := Geometry{Blocks: 8, K: 5}
+	f, region := newTestFilter(t, g, true)
+	h := NewHasher(3)
+	for i := range 100 {
+		p := f.Probe(h.Key(key(i)))
+		f.Increment(&p)
+	}
+	want := append([]uint64(nil), f.presence...)
+	clear(f.presence)
+	assert.Equal(t, uint64(8), f.StalePresence())
+	f.RebuildPresence()
+	assert.Equal(t, want, f.presence)
+	assert.Zero(t, f.StalePresence())
+	region[BlockBytes+3] ^= 0x11 // two counters of block 1 changed behind the filter's back
+	assert.Equal(t, uint64(1), f.StalePresence())
+}
+
+func TestPresenceSpan(t *testing.T) {
+	f, _ := newTestFilter(t, Geometry{Blocks: 100, K: 5}, true)
+	p := f.Probe(NewHasher(1).Key(key(1)))
+	offset, length := f.PresenceSpan(&p)
+	assert.Equal(t, p.base/wordsPerBlock*PresenceBytesPerBlock, offset)
+	assert.Equal(t, PresenceBytesPerBlock, length)
+	counters, _ := newTestFilter(t, Geometry{Blocks: 100, K: 5}, false)
+	p = counters.Probe(NewHasher(1).Key(key(1)))
+	_, length = counters.PresenceSpan(&p)
+	assert.Zero(t, length)
 }

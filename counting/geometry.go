@@ -14,6 +14,9 @@ const (
 	CountersPerBlock = BlockBytes * 2
 	// wordsPerBlock is the number of 64-bit counter words in a block.
 	wordsPerBlock = BlockBytes / 8
+	// PresenceBytesPerBlock is the size of a block's presence bits: one bit
+	// for each of its counters.
+	PresenceBytesPerBlock = CountersPerBlock / 8
 	// MaxCounter is the saturated value of a counter.
 	MaxCounter = 15
 )
@@ -48,6 +51,16 @@ type Geometry struct {
 
 // Bytes is the size of the counter region.
 func (g Geometry) Bytes() uint64 { return g.Blocks * BlockBytes }
+
+// PresenceBytes is the size of the presence bits of a filter of geometry g:
+// one bit for each counter of a blocked geometry. A flat geometry, a few
+// blocks that stay in the cache, has none.
+func PresenceBytes(g Geometry) uint64 {
+	if g.Flat {
+		return 0
+	}
+	return g.Blocks * PresenceBytesPerBlock
+}
 
 // Counters is the number of counters in the region.
 func (g Geometry) Counters() uint64 { return g.Blocks * CountersPerBlock }

@@ -22,7 +22,11 @@ type Set struct {
 
 // place is one filter's part of a Set.
 type place struct {
-	words     unsafe.Pointer // the first counter word of the region
+	// bits is what lookups read: the filter's presence bits, or its
+	// counters if it keeps none; stride is their bytes per block.
+	bits      unsafe.Pointer
+	stride    uint64
+	presence  bool
 	blocks    uint64
 	blockSalt uint64
 	slotSalt  uint64
@@ -40,7 +44,8 @@ func NewSet(filters []*Filter) Set {
 	places := make([]place, len(filters))
 	for i, f := range filters {
 		p := place{
-			words:     unsafe.Pointer(unsafe.SliceData(f.words)),
+			bits:      unsafe.Pointer(unsafe.SliceData(f.words)),
+			stride:    BlockBytes,
 			blocks:    f.geometry.Blocks,
 			blockSalt: f.blockSalt,
 			slotSalt:  f.slotSalt,
@@ -51,6 +56,9 @@ func NewSet(filters []*Filter) Set {
 			p.blocks = 1
 		} else if f.geometry.K >= quickCounters {
 			p.quick = 1
+		}
+		if f.presence != nil {
+			p.bits, p.stride, p.presence = unsafe.Pointer(unsafe.SliceData(f.presence)), PresenceBytesPerBlock, true
 		}
 		places[i] = p
 	}
@@ -75,11 +83,19 @@ func isZero(words *[wordsPerBlock]uint64, x uint64) uint64 {
 	return 0
 }
 
-// block is the address of the key's block in the filter of p.
+// isAbsent is 1 if the presence bit of counter x mod 128 is clear, 0 if
+// not, without a branch on it.
+func isAbsent(presence *[2]uint64, x uint64) uint64 {
+	c := uint(x & (CountersPerBlock - 1))
+	return atomic.LoadUint64(&presence[c>>6])>>((c&63)^7)&1 ^ 1
+}
+
+// block is the address of what lookups read of the key's block in the
+// filter of p.
 func (p *place) block(h Hash) unsafe.Pointer {
 	hi, _ := bits.Mul64(h.Sum^p.blockSalt, p.blocks)
 	// hi < blocks, so the block lies within the region.
-	return unsafe.Add(p.words, hi*BlockBytes)
+	return unsafe.Add(p.bits, hi*p.stride)
 }
 
 // Warm loads a word of the key's block in every filter of the set, so that
@@ -102,11 +118,17 @@ func (s *Set) Candidates(h Hash) uint64 {
 	// Oldest last, so that shifting left puts filter i at bit i.
 	for i := len(s.places) - 1; i >= 0; i-- {
 		p := &s.places[i]
-		words := (*[wordsPerBlock]uint64)(p.block(h))
 		// The first chunks of the slot stream are counters of the key even
 		// where some repeat.
 		x := h.Derived ^ p.slotSalt
-		zero := isZero(words, x) | isZero(words, x>>7) | isZero(words, x>>14) | isZero(words, x>>21)
+		var zero uint64
+		if p.presence {
+			presence := (*[2]uint64)(p.block(h))
+			zero = isAbsent(presence, x) | isAbsent(presence, x>>7) | isAbsent(presence, x>>14) | isAbsent(presence, x>>21)
+		} else {
+			words := (*[wordsPerBlock]uint64)(p.block(h))
+			zero = isZero(words, x) | isZero(words, x>>7) | isZero(words, x>>14) | isZero(words, x>>21)
+		}
 		maybe = maybe<<1 | (zero&p.quick ^ 1)
 	}
 	return maybe

@@ -1,19 +1,26 @@
 package counting
 
 import (
+	"fmt"
+	"math/bits"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// setOf builds filters of the geometries, each with its own salt, and adds
-// keys [i*1000, i*1000+fill[i]) to filter i.
-func setOf(t *testing.T, geometries []Geometry, fill []int) ([]*Filter, Set) {
+// setOf builds filters of the geometries, each with its own salt and with
+// presence bits if presence is set, and adds keys [i*1000, i*1000+fill[i])
+// to filter i.
+func setOf(t *testing.T, geometries []Geometry, fill []int, presence bool) ([]*Filter, Set) {
 	t.Helper()
 	filters := make([]*Filter, len(geometries))
 	for i, g := range geometries {
-		f, err := New(make([]byte, g.Bytes()), g, uint64(i)*7919+1)
+		var bits []byte
+		if presence {
+			bits = make([]byte, PresenceBytes(g))
+		}
+		f, err := New(make([]byte, g.Bytes()), bits, g, uint64(i)*7919+1)
 		require.NoError(t, err)
 		for j := range fill[i] {
 			p := f.Probe(NewHasher(5).Key(key(i*1000 + j)))
@@ -36,8 +43,15 @@ func TestCandidatesNeverDropAFilterThatHoldsTheKey(t *testing.T) {
 		{Blocks: 64, K: 32},
 	}
 	fill := []int{300, 700, 400, 1000, 30, 150}
-	filters, set := setOf(t, geometries, fill)
+	for _, presence := range []bool{true, false} {
+		t.Run(fmt.Sprintf("presence=%v", presence), func(t *testing.T) {
+			candidatesKeepEveryHolder(t, geometries, fill, presence)
+		})
+	}
+}
 
+func candidatesKeepEveryHolder(t *testing.T, geometries []Geometry, fill []int, presence bool) {
+	filters, set := setOf(t, geometries, fill, presence)
 	kept, absent := make([]int, len(filters)), make([]int, len(filters))
 	for k := range 8000 {
 		h := NewHasher(5).Key(key(k))
@@ -74,7 +88,7 @@ func TestCandidatesOfAFullSet(t *testing.T) {
 		geometries[i] = Geometry{Blocks: 4, K: 6}
 	}
 	fill[0], fill[MaxSetFilters-1] = 1, 1
-	filters, set := setOf(t, geometries, fill)
+	filters, set := setOf(t, geometries, fill, true)
 	for _, i := range []int{0, MaxSetFilters - 1} {
 		h := NewHasher(5).Key(key(i * 1000))
 		require.True(t, filters[i].Contains(h))
@@ -89,4 +103,21 @@ func TestCandidatesOfAFullSet(t *testing.T) {
 		assert.Equal(t, uint64(1)<<i, maybe, "filter %d", i)
 	}
 	assert.Panics(t, func() { NewSet(make([]*Filter, MaxSetFilters+1)) })
+}
+
+// Presence bits answer for the counters: a Set over them rules out exactly
+// the filters a Set over the counters does.
+func TestCandidatesFromPresenceBitsMatchCounters(t *testing.T) {
+	geometries := []Geometry{{Blocks: 40, K: 7}, {Blocks: 300, K: 14}, {Blocks: 64, K: 4}}
+	fill := []int{400, 1000, 700}
+	_, counters := setOf(t, geometries, fill, false)
+	_, presence := setOf(t, geometries, fill, true)
+	ruledOut := 0
+	for k := range 8000 {
+		h := NewHasher(5).Key(key(k))
+		want := counters.Candidates(h)
+		require.Equal(t, want, presence.Candidates(h), "key %d", k)
+		ruledOut += len(geometries) - bits.OnesCount64(want)
+	}
+	require.Positive(t, ruledOut, "no filter was ruled out: the comparison proves nothing")
 }

@@ -43,6 +43,15 @@ type Config struct {
 	// and show as overfilled in Stats; the error rate then rises above
 	// ErrorRate. Default false: the chain grows.
 	Fixed bool
+	// CountersOnly leaves out the presence bits: by default every
+	// sub-filter keeps, beside its 4-bit counters, one bit a counter that is
+	// set while the counter is non-zero, and lookups read those instead of
+	// the counters. They take a quarter of the counters' room more (the file
+	// is 1.25 times the size) and cost adds and removes a second cache line;
+	// in exchange a lookup reads a quarter of the memory, so a filter larger
+	// than the cache answers in about half the time. Set it where memory
+	// matters more than lookups. Default false.
+	CountersOnly bool
 }
 
 // withDefaults fills the zero fields that have defaults.
@@ -79,11 +88,18 @@ func unjoin(err error) []error {
 
 // flags are the persisted flag bits of c, in the superblock and the export.
 func (c Config) flags() uint32 {
+	var flags uint32
 	if c.Fixed {
-		return flagFixed
+		flags |= flagFixed
 	}
-	return 0
+	if c.CountersOnly {
+		flags |= flagCountersOnly
+	}
+	return flags
 }
+
+// presence reports whether sub-filters keep presence bits.
+func (c Config) presence() bool { return !c.CountersOnly }
 
 func (c Config) params() scaling.Params {
 	return scaling.Params{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth, Fixed: c.Fixed}

@@ -220,12 +220,13 @@ func readExportHeader(v *verifying) (exported, error) {
 	flags := le.Uint32(b[12:])
 	e := exported{
 		config: Config{
-			Seed:       le.Uint64(b[16:]),
-			Capacity:   le.Uint64(b[24:]),
-			ErrorRate:  math.Float64frombits(le.Uint64(b[32:])),
-			Tightening: math.Float64frombits(le.Uint64(b[40:])),
-			Growth:     math.Float64frombits(le.Uint64(b[48:])),
-			Fixed:      flags&flagFixed != 0,
+			Seed:         le.Uint64(b[16:]),
+			Capacity:     le.Uint64(b[24:]),
+			ErrorRate:    math.Float64frombits(le.Uint64(b[32:])),
+			Tightening:   math.Float64frombits(le.Uint64(b[40:])),
+			Growth:       math.Float64frombits(le.Uint64(b[48:])),
+			Fixed:        flags&flagFixed != 0,
+			CountersOnly: flags&flagCountersOnly != 0,
 		},
 		memSeq: le.Uint64(b[56:]),
 	}
@@ -318,7 +319,7 @@ func NewSnapshot(cfg Config, memSeq uint64, subs []SubFilterStats, counters [][]
 		if i > 0 && sub.FirstID <= subs[i-1].FirstID || sub.Level < 0 || sub.Level >= scaling.MaxSubFilters {
 			return nil, fmt.Errorf("%w: sub-filter %d: level %d, first id %d", ErrCorrupt, i, sub.Level, sub.FirstID)
 		}
-		f, err := counting.New(counters[i], sub.geometry(), uint64(sub.Level))
+		f, err := counting.New(counters[i], nil, sub.geometry(), uint64(sub.Level))
 		if err != nil {
 			return nil, fmt.Errorf("%w: sub-filter %d: %v", ErrCorrupt, i, err)
 		}
@@ -513,7 +514,7 @@ func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
 		for _, es := range e.subs {
 			// Write the counters as they arrive, then reserve: a stream
 			// that claims more than it holds costs only what it holds.
-			offset := f.freeOffset(regionBytes(es.Geometry))
+			offset := f.freeOffset(f.regionBytes(es.Geometry))
 			if err := copyToFile(f, v, offset, es.Geometry.Bytes()); err != nil {
 				return err
 			}
@@ -530,6 +531,7 @@ func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
 				_ = sp.region.Unmap()
 				return fmt.Errorf("%w: export: %v", ErrCorrupt, err)
 			}
+			sub.Filter().RebuildPresence()
 			subs = append(subs, sub)
 		}
 		chain, err := scaling.Restore(f.config.params(), st, subs)

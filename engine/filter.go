@@ -311,7 +311,7 @@ func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
 func (f *Filter) liveDirectory(memSeq uint64, fileSize int64) (directory, int, error) {
 	best, bestSlot, found := directory{}, 0, false
 	for slot := range 2 {
-		d, valid, err := decodeDirectory(f.directorySlot(slot), fileSize)
+		d, valid, err := decodeDirectory(f.directorySlot(slot), fileSize, f.config.presence())
 		if err != nil {
 			return directory{}, 0, corrupt(f.path, "directory slot %d: %v", slot, err)
 		}
@@ -413,8 +413,11 @@ func (f *Filter) restoreSpan(span seqno.Span) error {
 		target = f.page0
 	} else {
 		for _, sub := range f.chain.SubFilters() {
-			if areaOfLevel(sub.Level) == span.Area {
+			switch span.Area {
+			case areaOfLevel(sub.Level):
 				target = spaceOf(sub).counters
+			case areaOfPresence(sub.Level):
+				target = spaceOf(sub).presence
 			}
 		}
 		if target == nil {

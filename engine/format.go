@@ -14,8 +14,9 @@ import (
 // The file format. Never change these constants: files on disk and their
 // readers depend on them. A change of layout is a new FormatVersion.
 //
-// The file is a header of three pages followed by the counter regions of the
-// sub-filters, each page-aligned:
+// The file is a header of three pages followed by the regions of the
+// sub-filters, each page-aligned: its counters, then (unless the filter
+// keeps counters only) its presence bits.
 //
 //	page 0  +-------------------------------------------------------------+
 //	        | superblock       0..128   immutable, checksummed            |
@@ -25,14 +26,20 @@ import (
 //	        | tallies       2048..4096  64 x 32 bytes, one per level      |
 //	page 1  | directory slot A                                            |
 //	page 2  | directory slot B                                            |
-//	page 3+ | counter regions, 64-byte blocks of 4-bit counters           |
+//	page 3+ | sub-filter regions, each:                                   |
+//	        |   counters       64-byte blocks of 4-bit counters           |
+//	        |   presence bits  16 bytes a block (none if counters only)   |
+//	        |   zero           to the next page                           |
 //	        +-------------------------------------------------------------+
 const (
 	Magic         = "TLYBLOOM"
-	FormatVersion = 2
-	PageSize      = 4096
-	HeaderPages   = 3
-	HeaderBytes   = HeaderPages * PageSize
+	FormatVersion = 3
+	// countersOnlyVersion is the oldest version Open reads: its files keep
+	// no presence bits and read as Config.CountersOnly.
+	countersOnlyVersion = 2
+	PageSize            = 4096
+	HeaderPages         = 3
+	HeaderBytes         = HeaderPages * PageSize
 
 	offSuperblock = 0
 	offState      = 256
@@ -44,8 +51,9 @@ const (
 	hashXXH64Seeded = 1
 
 	// Superblock flags.
-	flagFixed  = 1 << 0
-	knownFlags = flagFixed
+	flagFixed        = 1 << 0
+	flagCountersOnly = 1 << 1 // from version 3
+	knownFlags       = flagFixed | flagCountersOnly
 )
 
 // The superblock, written once at creation:
@@ -149,21 +157,23 @@ func decodeSuperblock(path string, b []byte) (Config, error) {
 		return Config{}, &notFilterError{path: path}
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(b[sbVersion:]); v != FormatVersion {
-		if v > FormatVersion {
-			return Config{}, fmt.Errorf("%w: %s: format version %d is newer than %d; upgrade tallybloom", ErrVersion, path, v, FormatVersion)
-		}
-		if v == 0 {
-			return Config{}, corrupt(path, "format version 0")
-		}
-		return Config{}, fmt.Errorf("%w: %s: format version %d places keys differently from version %d; rebuild the filter from its keys", ErrVersion, path, v, FormatVersion)
+	version, known := le.Uint32(b[sbVersion:]), uint32(knownFlags)
+	switch {
+	case version > FormatVersion:
+		return Config{}, fmt.Errorf("%w: %s: format version %d is newer than %d; upgrade tallybloom", ErrVersion, path, version, FormatVersion)
+	case version == 0:
+		return Config{}, corrupt(path, "format version 0")
+	case version < countersOnlyVersion:
+		return Config{}, fmt.Errorf("%w: %s: format version %d places keys differently from version %d; rebuild the filter from its keys", ErrVersion, path, version, FormatVersion)
+	case version == countersOnlyVersion:
+		known = flagFixed
 	}
 	if crc32.Checksum(b[:sbCRC], castagnoli) != le.Uint32(b[sbCRC:]) {
 		return Config{}, corrupt(path, "superblock checksum mismatch")
 	}
 	if le.Uint32(b[sbHeader:]) != HeaderBytes || le.Uint32(b[sbHash:]) != hashXXH64Seeded ||
 		le.Uint32(b[sbBlock:]) != counting.BlockBytes || le.Uint32(b[sbMaxSubs:]) != scaling.MaxSubFilters ||
-		le.Uint32(b[sbFlags:])&^knownFlags != 0 {
+		le.Uint32(b[sbFlags:])&^known != 0 {
 		return Config{}, corrupt(path, "superblock fields this version does not know")
 	}
 	c := Config{
@@ -173,6 +183,8 @@ func decodeSuperblock(path string, b []byte) (Config, error) {
 		Growth:     math.Float64frombits(le.Uint64(b[sbGrowth:])),
 		Seed:       le.Uint64(b[sbSeed:]),
 		Fixed:      le.Uint32(b[sbFlags:])&flagFixed != 0,
+		// A version 2 file has no presence bits.
+		CountersOnly: le.Uint32(b[sbFlags:])&flagCountersOnly != 0 || version == countersOnlyVersion,
 	}
 	if err := c.params().Validate(); err != nil {
 		return Config{}, corrupt(path, "parameters: %v", err)
@@ -219,8 +231,9 @@ func directoryChecksum(b []byte, n int) uint32 {
 // decodeDirectory reads a slot and checks every entry against the file's
 // size, so a damaged or hostile directory cannot make the engine map outside
 // the file or overlap two sub-filters. ok is false for a slot that fails its
-// checksum (never written, or torn).
-func decodeDirectory(b []byte, fileSize int64) (d directory, ok bool, err error) {
+// checksum (never written, or torn). presence says whether the regions hold
+// presence bits.
+func decodeDirectory(b []byte, fileSize int64, presence bool) (d directory, ok bool, err error) {
 	le := binary.LittleEndian
 	n := le.Uint32(b[dirCount:])
 	if n > scaling.MaxSubFilters || directoryChecksum(b, int(n)) != le.Uint32(b[dirCRC:]) {
@@ -245,12 +258,12 @@ func decodeDirectory(b []byte, fileSize int64) (d directory, ok bool, err error)
 		if err := e.Geometry.Validate(); err != nil {
 			return directory{}, true, fmt.Errorf("sub-filter %d: %w", i, err)
 		}
-		end := e.Offset + e.Geometry.Bytes()
+		end := e.Offset + e.Geometry.Bytes() + presenceBytes(e.Geometry, presence)
 		if e.Offset < HeaderBytes || e.Offset%PageSize != 0 || end < e.Offset || end > uint64(fileSize) {
-			return directory{}, true, fmt.Errorf("sub-filter %d: counters at %d..%d outside the file of %d bytes", i, e.Offset, end, fileSize)
+			return directory{}, true, fmt.Errorf("sub-filter %d: region at %d..%d outside the file of %d bytes", i, e.Offset, end, fileSize)
 		}
 		for _, prior := range d.entries[:i] {
-			if e.Offset < prior.Offset+regionBytes(prior.Geometry) && prior.Offset < end {
+			if e.Offset < prior.Offset+regionBytes(prior.Geometry, presence) && prior.Offset < end {
 				return directory{}, true, fmt.Errorf("sub-filter %d overlaps another", i)
 			}
 		}
@@ -267,10 +280,19 @@ func geometryFlags(g counting.Geometry) uint64 {
 	return 0
 }
 
-// regionBytes is the room a sub-filter takes in the file: its counters
-// rounded up to whole pages.
-func regionBytes(g counting.Geometry) uint64 {
-	return (g.Bytes() + PageSize - 1) / PageSize * PageSize
+// regionBytes is the room a sub-filter takes in the file: its counters and
+// presence bits rounded up to whole pages.
+func regionBytes(g counting.Geometry, presence bool) uint64 {
+	return (g.Bytes() + presenceBytes(g, presence) + PageSize - 1) / PageSize * PageSize
+}
+
+// presenceBytes is the size of the presence bits of a sub-filter of g: none
+// in a filter of counters only.
+func presenceBytes(g counting.Geometry, presence bool) uint64 {
+	if !presence {
+		return 0
+	}
+	return counting.PresenceBytes(g)
 }
 
 // talliesOffset is where page 0 holds the tallies of level.

@@ -10,7 +10,8 @@ const invariantsMaxBytes = 128 << 10
 
 // checkInvariants checks, after every change, that each sub-filter's tallies
 // agree with its counters: the non-zero counters are counted exactly, and
-// while nothing saturates the counters sum to k times the count. It reads
+// while nothing saturates the counters sum to k times the count; and that
+// its presence bits agree with its counters. It reads
 // every counter, so it runs only on filters of at most invariantsMaxBytes.
 func checkInvariants(f *Filter) {
 	var total uint64
@@ -27,6 +28,9 @@ func checkInvariants(f *Filter) {
 		}
 		if saturated == 0 && sum != uint64(sub.Geometry.K)*sub.Count() {
 			panic(fmt.Sprintf("engine: invariant: level %d counters sum to %d, want k=%d x count=%d", sub.Level, sum, sub.Geometry.K, sub.Count()))
+		}
+		if stale := sub.Filter().StalePresence(); stale > 0 {
+			panic(fmt.Sprintf("engine: invariant: level %d has %d blocks whose presence bits disagree with their counters", sub.Level, stale))
 		}
 	}
 }

@@ -34,18 +34,18 @@ func FuzzDecodeDirectory(f *testing.F) {
 		{Entry: scaling.Entry{Level: 0, FirstID: 0, Capacity: 100, Geometry: counting.Geometry{Blocks: 10, K: 7}}, Offset: HeaderBytes},
 		{Entry: scaling.Entry{Level: 1, FirstID: 9, Capacity: 200, Geometry: counting.Geometry{Blocks: 20, K: 8}}, Offset: HeaderBytes + PageSize},
 	}})
-	f.Add(page, int64(HeaderBytes+2*PageSize))
-	f.Fuzz(func(t *testing.T, raw []byte, fileSize int64) {
+	f.Add(page, int64(HeaderBytes+2*PageSize), true)
+	f.Fuzz(func(t *testing.T, raw []byte, fileSize int64, presence bool) {
 		page := make([]byte, PageSize)
 		copy(page, raw)
-		d, valid, err := decodeDirectory(page, fileSize)
+		d, valid, err := decodeDirectory(page, fileSize, presence)
 		if err != nil || !valid {
 			assert.Empty(t, d.entries, "an error or an invalid slot comes with no value")
 			return
 		}
 		for _, e := range d.entries {
 			require.NoError(t, e.Geometry.Validate())
-			require.LessOrEqual(t, e.Offset+e.Geometry.Bytes(), uint64(fileSize), "inside the file")
+			require.LessOrEqual(t, e.Offset+e.Geometry.Bytes()+presenceBytes(e.Geometry, presence), uint64(fileSize), "inside the file")
 		}
 	})
 }

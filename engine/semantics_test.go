@@ -2,9 +2,11 @@ package engine
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"math"
 	"os"
@@ -192,7 +194,7 @@ func TestDropBeforeGivesDiskSpaceBack(t *testing.T) {
 	fillChain(t, f, 3, next)
 	size, err := f.file.Size()
 	require.NoError(t, err)
-	assert.LessOrEqual(t, uint64(size), uint64(HeaderBytes)+4*regionBytes(f.chain.SubFilters()[0].Geometry))
+	assert.LessOrEqual(t, uint64(size), uint64(HeaderBytes)+4*f.regionBytes(f.chain.SubFilters()[0].Geometry))
 	for _, sub := range f.chain.SubFilters() {
 		_, nonZero, _ := sub.Filter().Tally()
 		assert.Equal(t, sub.NonZero(), nonZero, "level %d starts from zeros", sub.Level)
@@ -521,7 +523,8 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 			sub := f.chain.SubFilters()[0]
 			require.Equal(t, c.flat, sub.Geometry.Flat)
 
-			// Start an add and die halfway through its counter writes.
+			// Start an add and die halfway through its counter writes,
+			// after its presence bits were all set.
 			f.mu.Lock()
 			require.NoError(t, f.beginLocked())
 			p := sub.Filter().Probe(f.hasher.Key(key(999)))
@@ -532,6 +535,11 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 					written[i] = 0xff
 				}
 			})
+			offset, length := sub.Filter().PresenceSpan(&p)
+			require.Equal(t, c.flat, length == 0, "a blocked sub-filter keeps presence bits")
+			for i := range length {
+				spaceOf(sub).presence[offset+uint64(i)] = 0xff
+			}
 			f.mu.Unlock()
 			abandon(t, f)
 
@@ -544,6 +552,7 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 			assert.Equal(t, stats.Count, g.Stats().Count)
 			sum, _, _ := g.chain.SubFilters()[0].Filter().Tally()
 			assert.Equal(t, uint64(20*g.chain.SubFilters()[0].Geometry.K), sum, "counters are exact again")
+			assert.Zero(t, g.chain.SubFilters()[0].Filter().StalePresence(), "presence bits are exact again")
 		})
 	}
 }
@@ -649,7 +658,7 @@ func TestDamagedFiles(t *testing.T) {
 	t.Run("older version", func(t *testing.T) {
 		path := tempPath(t)
 		b := append([]byte(nil), good...)
-		b[sbVersion] = FormatVersion - 1
+		b[sbVersion] = countersOnlyVersion - 1
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 		_, err := Open(path, nil)
 		assert.ErrorIs(t, err, ErrVersion)
@@ -666,7 +675,7 @@ func flip(offset int) func([]byte) []byte {
 func rewriteDirectory(b []byte, change func(*dirEntry)) []byte {
 	for slot := range 2 {
 		page := b[offDirectory+slot*PageSize:][:PageSize]
-		d, ok, err := decodeDirectory(page, int64(len(b)))
+		d, ok, err := decodeDirectory(page, int64(len(b)), true)
 		if ok && err == nil && len(d.entries) > 0 {
 			change(&d.entries[0])
 			encodeDirectory(page, d)
@@ -677,39 +686,99 @@ func rewriteDirectory(b []byte, change func(*dirEntry)) []byte {
 
 // The layout is pinned: a file made from fixed parameters and keys hashes to
 // a known value. A change here is a format change: bump FormatVersion and
-// update docs/FORMAT.md.
+// update docs/FORMAT.md. Made with CountersOnly and its superblock rewritten
+// as version 2 wrote it, the same file hashes to what version 2 made: a
+// version 2 file is a version 3 file of counters only.
 func TestGoldenFile(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		cfg    Config
-		adds   uint64
-		sha256 string
+		name     string
+		cfg      Config
+		adds     uint64
+		sha256   string
+		version2 string
 	}{
 		{"small", Config{Capacity: 100, ErrorRate: 0.01, Tightening: 0.5, Growth: 2, Seed: 0x7a11b100}, 250,
+			"1767dbb0ea2019064ea147d1b9f0162b1e321c64370f29921c248530a6255b33",
 			"8ef8832f95e7925bc9898cdc3b1e1a34197af41087856000106443c6430e09e6"},
 		{"flat", Config{Capacity: 20, ErrorRate: 0.5, Growth: 1, Seed: 0x7a11b100}, 50,
+			"dff0622b35a985c024d78eb2f070536c21d6b74f4b92430b4dd8b01418f1be9b",
 			"86f1ff37e988650449df357d769af5e0421ab42539cb021cb475d932b69e9e77"},
 		{"chain", Config{Capacity: 1000, ErrorRate: 0.01, Growth: 2, Seed: 0x7a11b100}, 2500,
+			"ef9e74310827737e2dc4e56e21b391afac676b3131cc4acb730bb7275f2f3723",
 			"a6b71e7db92c04944bf9d91bda35767592b11bcbffc1aa1d26c7ea8e469c2197"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newTestFilter(t, c.cfg)
-			for i := range c.adds {
-				require.NoError(t, f.Add(key(i), i))
-			}
-			subs := f.Stats().SubFilters
-			require.GreaterOrEqual(t, len(subs), 2)
-			require.Equal(t, c.name == "flat", subs[0].Flat)
-			require.NoError(t, f.Remove(key(3), 3))
-			_, err := f.DropBefore(c.adds*2/5 + 1)
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
-			raw := readFile(t, f.Path())
+			raw := goldenFile(t, c.cfg, c.adds)
+			assert.Equal(t, Magic, string(raw[:8]))
 			sum := sha256.Sum256(raw)
 			assert.Equal(t, c.sha256, hex.EncodeToString(sum[:]), "file of %d bytes", len(raw))
-			assert.Equal(t, Magic, string(raw[:8]))
+
+			cfg := c.cfg
+			cfg.CountersOnly = true
+			counters := goldenFile(t, cfg, c.adds)
+			sum = sha256.Sum256(asVersion2(counters))
+			assert.Equal(t, c.version2, hex.EncodeToString(sum[:]), "file of %d bytes", len(counters))
 		})
 	}
+}
+
+// goldenFile makes a filter of cfg, adds, removes and drops, and returns
+// the file's bytes.
+func goldenFile(t *testing.T, cfg Config, adds uint64) []byte {
+	t.Helper()
+	f := newTestFilter(t, cfg)
+	for i := range adds {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	subs := f.Stats().SubFilters
+	require.GreaterOrEqual(t, len(subs), 2)
+	require.NoError(t, f.Remove(key(3), 3))
+	_, err := f.DropBefore(adds*2/5 + 1)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return readFile(t, f.Path())
+}
+
+// asVersion2 rewrites the superblock of a file of counters only as format
+// version 2 wrote it: version 2, no counters-only flag.
+func asVersion2(raw []byte) []byte {
+	le := binary.LittleEndian
+	le.PutUint32(raw[sbVersion:], countersOnlyVersion)
+	le.PutUint32(raw[sbFlags:], le.Uint32(raw[sbFlags:])&^flagCountersOnly)
+	le.PutUint32(raw[sbCRC:], crc32.Checksum(raw[:sbCRC], castagnoli))
+	return raw
+}
+
+// A version 2 file opens, reads and changes as a file of counters only.
+func TestOpensVersion2Files(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 5000, ErrorRate: 0.01, Seed: 3, CountersOnly: true})
+	for i := range uint64(3000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, f.Close())
+	raw := asVersion2(readFile(t, f.Path()))
+	require.NoError(t, os.WriteFile(f.Path(), raw, 0o644))
+
+	g, err := Open(f.Path(), nil)
+	require.NoError(t, err)
+	assert.True(t, g.Config().CountersOnly)
+	assert.Zero(t, g.Stats().PresenceBytes)
+	for i := range uint64(3000) {
+		require.True(t, g.Contains(key(i)), "key %d", i)
+	}
+	require.NoError(t, g.Remove(key(7), 7))
+	require.NoError(t, g.Add(key(9000), 9000))
+	require.NoError(t, g.Close())
+	require.NoError(t, Verify(f.Path()))
+	assert.Equal(t, uint32(countersOnlyVersion), binary.LittleEndian.Uint32(readFile(t, f.Path())[sbVersion:]), "a version 2 file stays version 2")
+
+	// A version 2 superblock never had the counters-only flag.
+	raw = readFile(t, f.Path())
+	binary.LittleEndian.PutUint32(raw[sbFlags:], flagCountersOnly)
+	binary.LittleEndian.PutUint32(raw[sbCRC:], crc32.Checksum(raw[:sbCRC], castagnoli))
+	require.NoError(t, os.WriteFile(f.Path(), raw, 0o644))
+	_, err = Open(f.Path(), nil)
+	assert.ErrorIs(t, err, ErrCorrupt)
 }
 
 func TestErrorsAreSentinels(t *testing.T) {
@@ -777,4 +846,34 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		out := make([]bool, 0, 100)
 		assert.Zero(t, testing.AllocsPerRun(50, func() { out = f.ContainsBatch(keys[i%3900:][:100], out); i++ }), "ContainsBatch %+v", cfg)
 	}
+}
+
+// By default every blocked sub-filter keeps presence bits, a quarter of its
+// counters' size, and lookups read them; CountersOnly keeps none.
+func TestPresenceBits(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 5000, ErrorRate: 0.01, Seed: 3})
+	assert.Equal(t, f.Stats().CounterBytes/4, f.Stats().PresenceBytes)
+	for i := range uint64(2000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	sub := f.chain.SubFilters()[0]
+	require.True(t, sub.Filter().HasPresence())
+	// Lookups answer from the presence bits: cleared, every key is gone,
+	// though its counters are still there.
+	clear(spaceOf(sub).presence)
+	assert.False(t, f.Contains(key(1)))
+	sub.Filter().RebuildPresence()
+	assert.True(t, f.Contains(key(1)))
+
+	lean := newTestFilter(t, Config{Capacity: 5000, ErrorRate: 0.01, Seed: 3, CountersOnly: true})
+	assert.Zero(t, lean.Stats().PresenceBytes)
+	assert.True(t, lean.Stats().Config.CountersOnly)
+	assert.Less(t, fileSize(t, lean), fileSize(t, f))
+}
+
+func fileSize(t *testing.T, f *Filter) int64 {
+	t.Helper()
+	size, err := f.file.Size()
+	require.NoError(t, err)
+	return size
 }

@@ -23,6 +23,9 @@ type Stats struct {
 	DiskSeq uint64
 	// CounterBytes is the size of the retained sub-filters' counters.
 	CounterBytes uint64
+	// PresenceBytes is the size of their presence bits: a quarter of
+	// CounterBytes, or 0 with Config.CountersOnly.
+	PresenceBytes uint64
 	// Recovered reports that Open undid a change a killed process left in
 	// flight.
 	Recovered bool
@@ -89,6 +92,7 @@ func (f *Filter) Stats() Stats {
 		s.Count += ss.Count
 		s.EstimatedKeys += ss.EstimatedKeys
 		s.CounterBytes += ss.Bytes
+		s.PresenceBytes += uint64(len(spaceOf(sub).presence))
 		s.SubFilters = append(s.SubFilters, ss)
 	}
 	return s

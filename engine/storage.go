@@ -16,19 +16,21 @@ import (
 type space struct {
 	region   *mmapfile.Region
 	offset   uint64 // of the counters in the file, page-aligned
-	size     uint64 // room taken in the file: the counters rounded up to pages
+	size     uint64 // room taken in the file: the region rounded up to pages
 	counters []byte
+	presence []byte // empty if the filter keeps counters only
 	tallies  []byte
 }
 
 func (s *space) Counters() []byte { return s.counters }
+func (s *space) Presence() []byte { return s.presence }
 func (s *space) Tallies() []byte  { return s.tallies }
 
 func spaceOf(sub *scaling.SubFilter) *space { return sub.Space().(*space) }
 
 // mapSpace maps the room of a sub-filter of geometry g at offset.
 func (f *Filter) mapSpace(level int, g counting.Geometry, offset uint64) (*space, error) {
-	size := regionBytes(g)
+	size := f.regionBytes(g)
 	mapRegion := f.file.Map
 	if f.largePages {
 		mapRegion = f.file.MapLarge
@@ -42,8 +44,14 @@ func (f *Filter) mapSpace(level int, g counting.Geometry, offset uint64) (*space
 		offset:   offset,
 		size:     size,
 		counters: region.Bytes()[:g.Bytes()],
+		presence: region.Bytes()[g.Bytes():][:presenceBytes(g, f.config.presence())],
 		tallies:  f.page0[talliesOffset(level):][:scaling.MetaSize],
 	}, nil
+}
+
+// regionBytes is the room a sub-filter of g takes in this filter's file.
+func (f *Filter) regionBytes(g counting.Geometry) uint64 {
+	return regionBytes(g, f.config.presence())
 }
 
 // unmapLaterLocked unmaps the room of a sub-filter that left the chain once
@@ -67,7 +75,7 @@ type store struct{ f *Filter }
 // again first, so it reads as zeros whatever happened to it before.
 func (s store) Allocate(level int, g counting.Geometry) (scaling.Space, error) {
 	f := s.f
-	size := regionBytes(g)
+	size := f.regionBytes(g)
 	offset := f.freeOffset(size)
 	fileSize, err := f.file.Size()
 	if err != nil {
@@ -84,7 +92,7 @@ func (s store) Allocate(level int, g counting.Geometry) (scaling.Space, error) {
 // reserveSpace reserves and maps room for a sub-filter at offset, as room
 // taken by the change in flight.
 func (f *Filter) reserveSpace(level int, g counting.Geometry, offset uint64) (*space, error) {
-	size := regionBytes(g)
+	size := f.regionBytes(g)
 	if err := f.file.Reserve(int64(offset), int64(size)); err != nil {
 		return nil, fmt.Errorf("engine: room for a sub-filter of %d bytes: %w", size, err)
 	}
@@ -109,8 +117,8 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 	f.mu.change.published = true
 }
 
-// Touch saves the counters and the tallies a change will write, then seals
-// the undo record: from here on the change may write.
+// Touch saves the counters, the presence bits and the tallies a change will
+// write, then seals the undo record: from here on the change may write.
 func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	f := s.f
 	if f.mu.onCommit != nil {
@@ -125,16 +133,21 @@ func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	p.Spans(func(offset uint64, length int) {
 		f.journal.Save(area, offset, sp.counters[offset:][:length])
 	})
+	if offset, length := sub.Filter().PresenceSpan(&p); length > 0 {
+		f.journal.Save(areaOfPresence(sub.Level), offset, sp.presence[offset:][:length])
+	}
 	f.journal.Save(areaPage0, uint64(talliesOffset(sub.Level)), sp.tallies)
 	f.journal.Seal()
 	f.mu.change.sealed = true
 }
 
-// Undo areas: page 0 of the header, or the counters of the sub-filter at a
-// level.
+// Undo areas: page 0 of the header, the counters of the sub-filter at a
+// level, or its presence bits.
 const areaPage0 = 0
 
 func areaOfLevel(level int) uint32 { return uint32(level) + 1 }
+
+func areaOfPresence(level int) uint32 { return scaling.MaxSubFilters + 1 + uint32(level) }
 
 // freeOffset is the lowest page-aligned offset past the header where size
 // bytes fit between the retained sub-filters and the room the change in

@@ -9,7 +9,7 @@ import (
 // and fields, the directory, a change left in flight, and for every
 // sub-filter that its tallies agree with its counters: the non-zero counters
 // are counted exactly and, while no counter is saturated, the counters sum to
-// k times the count. It reads every counter, so its cost grows with the file.
+// k times the count; and that its presence bits agree with its counters. It reads every counter, so its cost grows with the file.
 //
 // Verify opens the file read-only and takes no lock; run it on a file no
 // writer is changing. It returns nil, or an error that errors.Is ErrCorrupt
@@ -37,7 +37,7 @@ func (f *Filter) verify() []string {
 		return append(problems, fmt.Sprintf("change %d was in flight when its writer stopped: open the file for writing once to undo it, then verify again", f.journal.MemSeq()+1))
 	}
 	for slot := range 2 {
-		if _, valid, err := decodeDirectory(f.directorySlot(slot), 1<<62); valid && err != nil {
+		if _, valid, err := decodeDirectory(f.directorySlot(slot), 1<<62, f.config.presence()); valid && err != nil {
 			problems = append(problems, fmt.Sprintf("directory slot %d is damaged: %v", slot, err))
 		}
 	}
@@ -49,6 +49,9 @@ func (f *Filter) verify() []string {
 		}
 		if want := uint64(sub.Geometry.K) * sub.Count(); saturated == 0 && sum != want {
 			problems = append(problems, fmt.Sprintf("%s: its counters sum to %d but %d keys of %d counters each need %d: counters were lost or added outside tallybloom; rebuild the filter", name, sum, sub.Count(), sub.Geometry.K, want))
+		}
+		if stale := sub.Filter().StalePresence(); stale > 0 {
+			problems = append(problems, fmt.Sprintf("%s: the presence bits of %d blocks disagree with their counters: lookups there answer wrongly; rebuild the filter", name, stale))
 		}
 		if sub.Count() > 0 && sub.MaxID() < sub.FirstID {
 			problems = append(problems, fmt.Sprintf("%s: holds keys but its highest id %d is below its first id", name, sub.MaxID()))

@@ -50,6 +50,19 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		assert.Contains(t, err.Error(), "non-zero but its tallies say")
 		assert.Contains(t, err.Error(), "rebuild")
 	})
+	t.Run("a presence bit lost", func(t *testing.T) {
+		err := damage(t, func(b []byte) {
+			presence := b[offset+sub.Geometry.Bytes():][:counting.PresenceBytes(sub.Geometry)]
+			for i := range presence {
+				if presence[i] != 0 {
+					presence[i] = 0
+					return
+				}
+			}
+		})
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "presence bits of 1 blocks disagree")
+	})
 	t.Run("a count changed", func(t *testing.T) {
 		err := damage(t, func(b []byte) { b[talliesOffset(sub.Level)] ^= 0x04 })
 		require.ErrorIs(t, err, ErrCorrupt)

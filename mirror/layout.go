@@ -48,6 +48,9 @@ type configJSON struct {
 	Growth     float64 `json:"growth"`
 	Seed       uint64  `json:"seed"`
 	Fixed      bool    `json:"fixed"`
+	// CountersOnly is the layout of the file the copy came from; a file
+	// restored from the copy is made the same way.
+	CountersOnly bool `json:"counters_only,omitempty"`
 }
 
 type subJSON struct {
@@ -60,7 +63,7 @@ type subJSON struct {
 }
 
 func encodeConfig(c engine.Config) string {
-	b, _ := json.Marshal(configJSON{c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Seed, c.Fixed})
+	b, _ := json.Marshal(configJSON{c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Seed, c.Fixed, c.CountersOnly})
 	return string(b)
 }
 
@@ -116,7 +119,7 @@ func decodeMeta(answer any) (copyMeta, error) {
 	if json.Unmarshal([]byte(fields["config"]), &cfg) != nil || json.Unmarshal([]byte(fields["dir"]), &dir) != nil || m.part == 0 || m.part%64 != 0 {
 		return copyMeta{}, fmt.Errorf("%w: meta config or directory", ErrBadAnswer)
 	}
-	m.config = engine.Config{Capacity: cfg.Capacity, ErrorRate: cfg.ErrorRate, Tightening: cfg.Tightening, Growth: cfg.Growth, Seed: cfg.Seed, Fixed: cfg.Fixed}
+	m.config = engine.Config{Capacity: cfg.Capacity, ErrorRate: cfg.ErrorRate, Tightening: cfg.Tightening, Growth: cfg.Growth, Seed: cfg.Seed, Fixed: cfg.Fixed, CountersOnly: cfg.CountersOnly}
 	for _, d := range dir {
 		s := engine.SubFilterStats{Level: d.Level, FirstID: d.FirstID, Capacity: d.Capacity, K: d.K, Blocks: d.Blocks, Flat: d.Flat, Bytes: d.Blocks * 64}
 		if t, ok := fields[tallyField(d.Level)]; ok {

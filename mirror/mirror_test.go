@@ -213,6 +213,19 @@ func testRestore(t *testing.T, r Redis) {
 	}
 	_, err = Restore(ctx, r, "restore", g.Path(), nil)
 	assert.ErrorIs(t, err, engine.ErrExists)
+	assert.Positive(t, g.Stats().PresenceBytes, "presence bits rebuilt from the counters")
+	require.NoError(t, g.Close())
+	require.NoError(t, engine.Verify(g.Path()))
+
+	// A filter of counters only is restored as one.
+	lean := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 5, CountersOnly: true})
+	workload(t, lean, rand.New(rand.NewPCG(3, 3)), 500, 0)
+	require.NoError(t, Push(ctx, lean, r, "lean", smallParts))
+	h, err := Restore(ctx, r, "lean", filepath.Join(t.TempDir(), "lean.tb"), nil)
+	require.NoError(t, err)
+	defer h.Close()
+	assert.True(t, h.Config().CountersOnly)
+	assert.Zero(t, h.Stats().PresenceBytes)
 }
 
 // A user, a password and TLS work, and the credentials appear in no error.

@@ -11,9 +11,10 @@ import (
 	"github.com/tallybloom/tallybloom/counting"
 )
 
-type memSpace struct{ counters, tallies []byte }
+type memSpace struct{ counters, presence, tallies []byte }
 
 func (s *memSpace) Counters() []byte { return s.counters }
+func (s *memSpace) Presence() []byte { return s.presence }
 func (s *memSpace) Tallies() []byte  { return s.tallies }
 
 // memStorage keeps sub-filters in memory and records what the chain told it.
@@ -28,7 +29,7 @@ func (m *memStorage) Allocate(level int, g counting.Geometry) (Space, error) {
 		m.failNext = nil
 		return nil, err
 	}
-	return &memSpace{counters: make([]byte, g.Bytes()), tallies: make([]byte, MetaSize)}, nil
+	return &memSpace{counters: make([]byte, g.Bytes()), presence: make([]byte, counting.PresenceBytes(g)), tallies: make([]byte, MetaSize)}, nil
 }
 func (m *memStorage) Publish(subs []*SubFilter) {
 	m.published = append(m.published, append([]*SubFilter(nil), subs...))

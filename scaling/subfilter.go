@@ -8,10 +8,13 @@ import (
 	"github.com/tallybloom/tallybloom/counting"
 )
 
-// Space is the storage of one sub-filter: its counters, zero when allocated,
-// and its tallies.
+// Space is the storage of one sub-filter: its counters and presence bits,
+// zero when allocated, and its tallies.
 type Space interface {
 	Counters() []byte
+	// Presence is the sub-filter's presence bits (see
+	// counting.PresenceBytes), or nothing for a sub-filter without them.
+	Presence() []byte
 	// Tallies is a MetaSize-byte, 8-byte aligned area that outlives a crash
 	// like the counters do.
 	Tallies() []byte
@@ -76,7 +79,7 @@ func Attach(e Entry, space Space) (*SubFilter, error) {
 	if len(tallies) < MetaSize || uintptr(unsafe.Pointer(unsafe.SliceData(tallies)))%8 != 0 {
 		return nil, fmt.Errorf("%w: tallies of %d bytes", ErrInvalidParams, len(tallies))
 	}
-	f, err := counting.New(space.Counters(), e.Geometry, uint64(e.Level))
+	f, err := counting.New(space.Counters(), space.Presence(), e.Geometry, uint64(e.Level))
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,16 @@ func TestCreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.tb")
 	out, _, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01", "--growth", "1", "--seed", "77")
 	require.Equal(t, 0, code)
-	assert.Contains(t, out, "capacity 1000, error rate 0.01, tightening 0.9, growth 1, fixed false, seed 0x4d")
+	assert.Contains(t, out, "capacity 1000, error rate 0.01, tightening 0.9, growth 1, fixed false, counters only false, seed 0x4d")
+
+	lean := filepath.Join(t.TempDir(), "lean.tb")
+	out, _, code = tallybloom(t, "create", lean, "--capacity", "1000", "--error-rate", "0.01", "--counters-only")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "counters only true")
+	out, _, code = tallybloom(t, "stats", lean, "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `"counters_only": true`)
+	assert.Contains(t, out, `"presence_bytes": 0`)
 
 	_, errOut, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01")
 	assert.Equal(t, 2, code)

@@ -1,6 +1,6 @@
 // Command tallybloom works with tallybloom filter files from the shell.
 //
-//	tallybloom create FILE --capacity N --error-rate P [--tightening R] [--growth G] [--seed S] [--fixed]
+//	tallybloom create FILE --capacity N --error-rate P [--tightening R] [--growth G] [--seed S] [--fixed] [--counters-only]
 //	tallybloom add    FILE [--id N | --with-ids] [--url] [KEY ...]
 //	tallybloom remove FILE [--id N | --with-ids] [--url] [KEY ...]
 //	tallybloom check  FILE [-q] [--json] [--rollup] [KEY ...]

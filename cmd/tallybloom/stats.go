@@ -19,6 +19,7 @@ type statsJSON struct {
 	Tightening    float64         `json:"tightening"`
 	Growth        float64         `json:"growth"`
 	Fixed         bool            `json:"fixed"`
+	CountersOnly  bool            `json:"counters_only"`
 	Seed          uint64          `json:"seed"`
 	Count         uint64          `json:"count"`
 	EstimatedKeys float64         `json:"estimated_keys"`
@@ -26,6 +27,7 @@ type statsJSON struct {
 	DiskSeq       uint64          `json:"disk_seq"`
 	State         string          `json:"state"`
 	CounterBytes  uint64          `json:"counter_bytes"`
+	PresenceBytes uint64          `json:"presence_bytes"`
 	SubFilters    []subFilterJSON `json:"sub_filters"`
 }
 
@@ -47,9 +49,9 @@ type subFilterJSON struct {
 func statsOf(path string, s engine.Stats) statsJSON {
 	j := statsJSON{
 		File: path, Capacity: s.Config.Capacity, ErrorRate: s.Config.ErrorRate, Tightening: s.Config.Tightening,
-		Growth: s.Config.Growth, Fixed: s.Config.Fixed, Seed: s.Config.Seed, Count: s.Count,
+		Growth: s.Config.Growth, Fixed: s.Config.Fixed, CountersOnly: s.Config.CountersOnly, Seed: s.Config.Seed, Count: s.Count,
 		EstimatedKeys: s.EstimatedKeys, MemSeq: s.MemSeq, DiskSeq: s.DiskSeq, State: "clean",
-		CounterBytes: s.CounterBytes, SubFilters: []subFilterJSON{},
+		CounterBytes: s.CounterBytes, PresenceBytes: s.PresenceBytes, SubFilters: []subFilterJSON{},
 	}
 	if s.DiskSeq != s.MemSeq {
 		j.State = "dirty" // changes since the last flush are not all on disk
@@ -98,10 +100,10 @@ func printStatsTo(out io.Writer, s statsJSON) {
 	defer w.Flush()
 	fmt.Fprintf(w, "file\t%s\n", s.File)
 	fmt.Fprintf(w, "state\t%s (memory sequence %d, durable sequence %d)\n", s.State, s.MemSeq, s.DiskSeq)
-	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, seed %#x\n",
-		s.Capacity, s.ErrorRate, s.Tightening, s.Growth, s.Fixed, s.Seed)
+	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
+		s.Capacity, s.ErrorRate, s.Tightening, s.Growth, s.Fixed, s.CountersOnly, s.Seed)
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
-	fmt.Fprintf(w, "counters\t%s in %d sub-filters\n", bytesText(s.CounterBytes), len(s.SubFilters))
+	fmt.Fprintf(w, "counters\t%s in %d sub-filters, presence bits %s\n", bytesText(s.CounterBytes), len(s.SubFilters), bytesText(s.PresenceBytes))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "level\tids\tcapacity\tcount\tfill\tfalse positives\tbytes")
 	for i, sub := range s.SubFilters {
