@@ -257,6 +257,15 @@ func (p *Probe) Spans(fn func(offset uint64, length int)) {
 func (f *Filter) Test(p *Probe) bool {
 	if !p.flat {
 		words, missing := f.blockOf(p), uint64(0)
+		if f.presence != nil {
+			// Loaded here, the presence bits' cache miss overlaps the
+			// counters'; a change that follows (Decrement) writes both, and
+			// an undo record saved behind an atomic store would otherwise
+			// wait for one miss and then the other. Outside a change in
+			// flight the bits agree with the counters.
+			presence := f.presenceOf(p.base / wordsPerBlock)
+			missing = p.set[0]&^atomic.LoadUint64(&presence[0]) | p.set[1]&^atomic.LoadUint64(&presence[1])
+		}
 		for i, m := range &p.masks {
 			missing |= m &^ nonZero(atomic.LoadUint64(&words[i]))
 		}
