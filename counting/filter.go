@@ -227,15 +227,6 @@ func (f *Filter) Probe(h Hash) Probe {
 	return p
 }
 
-// PresenceSpan is the byte offset and length, within the presence bits, of
-// the bits the probe's changes write; length 0 if the filter has none.
-func (f *Filter) PresenceSpan(p *Probe) (offset uint64, length int) {
-	if f.presence == nil || p.flat {
-		return 0, 0
-	}
-	return p.base / wordsPerBlock * PresenceBytesPerBlock, PresenceBytesPerBlock
-}
-
 // blockOf is the block of a probe of a blocked geometry.
 func (f *Filter) blockOf(p *Probe) *[wordsPerBlock]uint64 {
 	return (*[wordsPerBlock]uint64)(f.words[p.base : p.base+wordsPerBlock])
@@ -386,10 +377,20 @@ func clearPresence(presence *[2]uint64, was [2]uint64, gone *[wordsPerBlock]uint
 // whose counters were written from elsewhere (an import). It reads every
 // counter and must not run during changes.
 func (f *Filter) RebuildPresence() {
-	if f.presence == nil {
+	f.RebuildPresenceOf(0, f.geometry.Bytes())
+}
+
+// RebuildPresenceOf sets the presence bits of the blocks that hold bytes
+// [offset, offset+length) of the counters from those blocks' counters: after
+// counters were written back from an undo record, which saves the counters
+// a change writes but not the presence bits, since they follow from them.
+// It must not run during changes.
+func (f *Filter) RebuildPresenceOf(offset, length uint64) {
+	if f.presence == nil || length == 0 || offset >= f.geometry.Bytes() {
 		return
 	}
-	for block := range f.geometry.Blocks {
+	last := min(offset+length, f.geometry.Bytes()) - 1
+	for block := offset / BlockBytes; block <= last/BlockBytes; block++ {
 		want, presence := blockPresence(f.blockWords(block)), f.presenceOf(block)
 		atomic.StoreUint64(&presence[0], want[0])
 		atomic.StoreUint64(&presence[1], want[1])

@@ -429,14 +429,26 @@ func TestRebuildPresence(t *testing.T) {
 	assert.Equal(t, uint64(1), f.StalePresence())
 }
 
-func TestPresenceSpan(t *testing.T) {
-	f, _ := newTestFilter(t, Geometry{Blocks: 100, K: 5}, true)
-	p := f.Probe(NewHasher(1).Key(key(1)))
-	offset, length := f.PresenceSpan(&p)
-	assert.Equal(t, p.base/wordsPerBlock*PresenceBytesPerBlock, offset)
-	assert.Equal(t, PresenceBytesPerBlock, length)
-	counters, _ := newTestFilter(t, Geometry{Blocks: 100, K: 5}, false)
-	p = counters.Probe(NewHasher(1).Key(key(1)))
-	_, length = counters.PresenceSpan(&p)
-	assert.Zero(t, length)
+// RebuildPresenceOf rebuilds the blocks a byte range of the counters lies
+// in, and no others.
+func TestRebuildPresenceOf(t *testing.T) {
+	g := Geometry{Blocks: 8, K: 5}
+	f, _ := newTestFilter(t, g, true)
+	h := NewHasher(3)
+	for i := range 100 {
+		p := f.Probe(h.Key(key(i)))
+		f.Increment(&p)
+	}
+	want := append([]uint64(nil), f.presence...)
+	clear(f.presence)
+	f.RebuildPresenceOf(BlockBytes+60, 8) // the end of block 1, the start of block 2
+	assert.Equal(t, uint64(6), f.StalePresence())
+	assert.Equal(t, want[2:6], f.presence[2:6])
+	f.RebuildPresenceOf(7*BlockBytes, 1000) // past the end: up to it
+	f.RebuildPresenceOf(8*BlockBytes, 64)   // wholly past the end: nothing
+	assert.Equal(t, uint64(5), f.StalePresence())
+	f.RebuildPresence()
+	assert.Equal(t, want, f.presence)
+	counters, _ := newTestFilter(t, g, false)
+	counters.RebuildPresenceOf(0, 64) // no presence bits: nothing to do
 }

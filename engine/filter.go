@@ -407,20 +407,17 @@ func (f *Filter) recover(fileSize uint64) error {
 	return nil
 }
 
+// restoreSpan writes a span's prior bytes back and, for counters, computes
+// the presence bits of their blocks again.
 func (f *Filter) restoreSpan(span seqno.Span) error {
-	var target []byte
-	if span.Area == areaPage0 {
-		target = f.page0
-	} else {
+	target, restored := f.page0, (*scaling.SubFilter)(nil)
+	if span.Area != areaPage0 {
 		for _, sub := range f.chain.SubFilters() {
-			switch span.Area {
-			case areaOfLevel(sub.Level):
-				target = spaceOf(sub).counters
-			case areaOfPresence(sub.Level):
-				target = spaceOf(sub).presence
+			if areaOfLevel(sub.Level) == span.Area {
+				target, restored = spaceOf(sub).counters, sub
 			}
 		}
-		if target == nil {
+		if restored == nil {
 			return nil // room of a sub-filter whose opening was undone
 		}
 	}
@@ -428,6 +425,9 @@ func (f *Filter) restoreSpan(span seqno.Span) error {
 		return corrupt(f.path, "undo span of %d bytes at %d outside area %d", len(span.Prior), span.Offset, span.Area)
 	}
 	copy(target[span.Offset:], span.Prior)
+	if restored != nil {
+		restored.Filter().RebuildPresenceOf(span.Offset, uint64(len(span.Prior)))
+	}
 	return nil
 }
 

@@ -117,8 +117,10 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 	f.mu.change.published = true
 }
 
-// Touch saves the counters, the presence bits and the tallies a change will
-// write, then seals the undo record: from here on the change may write.
+// Touch saves the counters and the tallies a change will write, then seals
+// the undo record: from here on the change may write. The presence bits it
+// writes are not saved: they follow from the counters, and recovery
+// computes them again for the blocks it restores.
 func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	f := s.f
 	if f.mu.onCommit != nil {
@@ -133,21 +135,16 @@ func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	p.Spans(func(offset uint64, length int) {
 		f.journal.Save(area, offset, sp.counters[offset:][:length])
 	})
-	if offset, length := sub.Filter().PresenceSpan(&p); length > 0 {
-		f.journal.Save(areaOfPresence(sub.Level), offset, sp.presence[offset:][:length])
-	}
 	f.journal.Save(areaPage0, uint64(talliesOffset(sub.Level)), sp.tallies)
 	f.journal.Seal()
 	f.mu.change.sealed = true
 }
 
-// Undo areas: page 0 of the header, the counters of the sub-filter at a
-// level, or its presence bits.
+// Undo areas: page 0 of the header, or the counters of the sub-filter at a
+// level.
 const areaPage0 = 0
 
 func areaOfLevel(level int) uint32 { return uint32(level) + 1 }
-
-func areaOfPresence(level int) uint32 { return scaling.MaxSubFilters + 1 + uint32(level) }
 
 // freeOffset is the lowest page-aligned offset past the header where size
 // bytes fit between the retained sub-filters and the room the change in
