@@ -227,6 +227,22 @@ func (f *Filter) Probe(h Hash) Probe {
 	return p
 }
 
+// WarmProbe loads a word of the probe's block and one of its presence bits,
+// so that both cache misses are under way together before a change reads
+// them: the undo record of a change is sealed with an atomic store, and a
+// miss that starts only after it waits for the one before. It returns what
+// it loaded, which callers may ignore.
+func (f *Filter) WarmProbe(p *Probe) uint64 {
+	if p.flat {
+		return 0
+	}
+	w := atomic.LoadUint64(&f.words[p.base])
+	if f.presence != nil {
+		w ^= atomic.LoadUint64(&f.presenceOf(p.base / wordsPerBlock)[0])
+	}
+	return w
+}
+
 // blockOf is the block of a probe of a blocked geometry.
 func (f *Filter) blockOf(p *Probe) *[wordsPerBlock]uint64 {
 	return (*[wordsPerBlock]uint64)(f.words[p.base : p.base+wordsPerBlock])

@@ -171,6 +171,7 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 		}
 	}
 	p := sub.filter.Probe(h)
+	sub.filter.WarmProbe(&p)
 	c.storage.Touch(sub, p)
 	raised := sub.filter.Increment(&p)
 	atomic.AddUint64(sub.count, 1)
