@@ -23,7 +23,8 @@ const ErrorRate = 0.01
 type Subject interface {
 	Add(key []byte)
 	Contains(key []byte) bool
-	// Bytes is the memory (or file) the filter's bits or counters take.
+	// Bytes is the memory (or file) the filter's bits, counters and
+	// presence bits take.
 	Bytes() uint64
 }
 
@@ -33,31 +34,34 @@ type Remover interface {
 	Remove(key []byte) bool
 }
 
-// Library names, as the report shows them. tallybloom is measured three
+// Library names, as the report shows them. tallybloom is measured four
 // ways: as created by default (a scalable chain whose first sub-filter is
-// built for a tenth of the error rate), fixed (one sub-filter for the whole
-// 1%, the guarantee the plain filters give), and scalable with
-// Options.LargePages.
+// built for a tenth of the error rate, with presence bits), fixed (one
+// sub-filter for the whole 1%, the guarantee the plain filters give),
+// scalable with Options.LargePages, and fixed with Config.CountersOnly (no
+// presence bits: the least memory, lookups read the counters).
 const (
-	Tallybloom      = "tallybloom"
-	TallybloomFixed = "tallybloom-fixed"
-	TallybloomLarge = "tallybloom-large"
-	BitsAndBlooms   = "bits-and-blooms"
-	BoomCounting    = "boom-counting"
-	BoomScalable    = "boom-scalable"
-	Blobloom        = "blobloom"
+	Tallybloom         = "tallybloom"
+	TallybloomFixed    = "tallybloom-fixed"
+	TallybloomLarge    = "tallybloom-large"
+	TallybloomCounters = "tallybloom-counters"
+	BitsAndBlooms      = "bits-and-blooms"
+	BoomCounting       = "boom-counting"
+	BoomScalable       = "boom-scalable"
+	Blobloom           = "blobloom"
 )
 
 // Libraries are the subjects measured at each size, tallybloom first.
-var Libraries = []string{Tallybloom, TallybloomFixed, TallybloomLarge, BitsAndBlooms, BoomCounting, BoomScalable, Blobloom}
+var Libraries = []string{Tallybloom, TallybloomFixed, TallybloomLarge, TallybloomCounters, BitsAndBlooms, BoomCounting, BoomScalable, Blobloom}
 
 // NewSubject makes an empty filter of lib for n keys at ErrorRate; dir holds
 // tallybloom's file.
 func NewSubject(lib string, n uint64, dir string) (Subject, error) {
 	switch lib {
-	case Tallybloom, TallybloomFixed, TallybloomLarge:
+	case Tallybloom, TallybloomFixed, TallybloomLarge, TallybloomCounters:
+		fixed, countersOnly := lib == TallybloomFixed || lib == TallybloomCounters, lib == TallybloomCounters
 		f, err := engine.Create(filepath.Join(dir, fmt.Sprintf("bench-%d.tb", rand.Uint64())),
-			engine.Config{Capacity: n, ErrorRate: ErrorRate, Seed: 1, Fixed: lib == TallybloomFixed},
+			engine.Config{Capacity: n, ErrorRate: ErrorRate, Seed: 1, Fixed: fixed, CountersOnly: countersOnly},
 			&engine.Options{LargePages: lib == TallybloomLarge})
 		if err != nil {
 			return nil, err
@@ -87,7 +91,10 @@ const tallyID = 1
 func (t *tally) Add(key []byte)           { _ = t.f.Add(key, tallyID) }
 func (t *tally) Contains(key []byte) bool { return t.f.Contains(key) }
 func (t *tally) Remove(key []byte) bool   { return t.f.Remove(key, tallyID) == nil }
-func (t *tally) Bytes() uint64            { return t.f.Stats().CounterBytes }
+func (t *tally) Bytes() uint64 {
+	s := t.f.Stats()
+	return s.CounterBytes + s.PresenceBytes
+}
 
 // Close removes tallybloom's file.
 func (t *tally) Close() error {

@@ -145,13 +145,13 @@ func values(results map[string]result, name, metric string) []float64 {
 	return results[name][metric]
 }
 
-var libraries = []string{"tallybloom", "tallybloom-fixed", "tallybloom-large", "bits-and-blooms", "boom-counting", "boom-scalable", "blobloom"}
+var libraries = []string{"tallybloom", "tallybloom-fixed", "tallybloom-large", "tallybloom-counters", "bits-and-blooms", "boom-counting", "boom-scalable", "blobloom"}
 
 // target is one line of the issue's targets: a measured ratio and its limit,
 // for one way of running tallybloom.
 type target struct {
 	what    string
-	as      string // how tallybloom ran: default, fixed or large pages
+	as      string // how tallybloom ran: default, fixed, large pages or counters only
 	ratio   spread
 	atMost  float64 // the ratio must be at most this (0: see atLeast)
 	atLeast float64
@@ -171,24 +171,25 @@ func (t target) met() bool {
 
 // The ways tallybloom runs, as the targets table names them.
 const (
-	asDefault = "default (chain, first sub-filter at 0.1%)"
-	asFixed   = "fixed at 1%"
-	asLarge   = "default with LargePages"
+	asDefault  = "default (chain, first sub-filter at 0.1%)"
+	asFixed    = "fixed at 1%"
+	asLarge    = "default with LargePages"
+	asCounters = "fixed at 1%, counters only"
 )
 
 // Why a missed target is missed, shared by the rows of one target.
 const (
-	whyCache        = "by default the chain's first sub-filter is built for 0.1%%, so that the whole chain stays under 1%%: 75 bits per key, 9.3 MB of counters at 1M keys against bits-and-blooms' 1.2 MB of bits. Fixed at 1%% the counters take 5.4 MB and a lookup measures %.2fx in this run. Four-bit counters take four times the room of bits, and on this machine (see the memory latency rows) a load costs about 10 ns within 1 MiB, 16 ns within 4 MiB and over 100 ns from 8 MiB, so tallybloom's blocks come from further out than bits-and-blooms' bits. The work of a lookup is not what costs: in the cache (20 000 keys) a member lookup takes about 59 ns fixed against bits-and-blooms' 70 (0.85x, medians of 3, measured apart from this report). A one-bit shadow of the non-zero counters, kept beside them for lookups, would bring the default's lookups into 2.3 MB; built as a prototype, without the engine around it, and measured while the benchmark still fetched every key from memory (which brings every ratio toward 1), it measured 0.90 to 1.00x bits-and-blooms on members where the counters measured 0.95 to 1.10x, and 0.71 to 0.75x at 64M (fixed) where they measured 0.76 to 0.88x. It would cost a quarter more memory (the bits-per-key row at 1%% would go from 1.12x to 1.40x), a second store per change and a new file format, so it was not built"
-	whyAdd          = "in the cache (2 000 keys) an Add takes about 150 ns fixed against bits-and-blooms' 79 (1.9x, medians of 3, measured apart from this report), and at 1M the trip to memory for the key's block, in 5.4 MB of counters (fixed) or 9.3 MB (by default) against bits-and-blooms' 1.2 MB, adds the rest. Counted with callgrind an Add is about 1 400 instructions: raising the counters of the block 22% (eight atomic stores), checksumming the undo record with crc32c 21%, locating the counters 15%, the hash 12%, saving the block's prior bytes 9% and committing the sequence 9%. The undo record and the sequence are what make an Add exact after a crash, and the bytes the checksum covers are fixed by the file format"
-	whyBig          = "each lookup makes one trip to memory for its block, where bits-and-blooms' makes seven that run in parallel, and what decides the time is the size of the counters and the page walk in front of them. Fixed at 1%% they take 344 MB and a lookup measures %.2fx bits-and-blooms' time; by default the first sub-filter is built for 0.1%% and takes 600 MB; with LargePages (2 MiB pages, as /proc/self/smaps shows) the page walk mostly goes, and the default takes %.2fx its time with small pages, %.2fx bits-and-blooms'. Fixed at 1%% with LargePages, a way this report does not run, measured 0.65 to 0.77x in three runs apart from it. Counted with callgrind, a member lookup is about 420 instructions fixed and 455 by default (210 of them the hash), blobloom's about 210; blobloom, one cache line per lookup in 88 MB, measures %.2fx in this run. A one-bit shadow (see the 1M row) would take the footprint down to a quarter. bits-and-blooms' own time at 64M moves between runs on this virtual machine, and these ratios with it (see the range)"
-	whyBoomCounting = "BoomFilters' counting filter at 1M keys takes 4.8 MB, near tallybloom's fixed 5.4 MB, so both pay for the same trips to memory. In the cache (20 000 keys for lookups, 2 000 for adds) its lookup takes about 73 ns and its Add 109 ns; 4x faster would be 18 and 27 ns, where hashing a key alone takes tallybloom 13 ns, and blobloom, one cache line and no counters, takes 32 ns a lookup (medians of 3, measured apart from this report)"
-	whyChain        = "the ten blocks are loaded together before any is tested, then four counters of each are tested without a branch, so that only the few sub-filters left need a whole test; what remains is one trip to memory, into a chain of 10 MB against BoomFilters' 20 MB, plus about 6 ns of work per sub-filter"
-	whyTenVsOne     = "one sub-filter of 100 000 keys (1 MB) stays in the cache and ten (10 MB) do not, so the ratio measures a trip to memory as much as the chain. Out of the cache a key never added needs a block from each of the ten: hashing a key and loading its ten blocks, with nothing waiting on the loads, measured 131 to 208 ns a key in two runs of the chain alone, 2.5 to 3.9x this report's lookup in one sub-filter, before any counter is tested. Testing four counters in each block then costs about 55 ns (in the cache the chain alone takes 86 ns for ten sub-filters against 30 for one), and that test is why the ratio lands above 4x rather than under it. Finding the ten blocks once instead of twice measured 0.93x the time in the cache and no clear change out of it, so it was left out"
+	whyCache        = "lookups read the presence bits, one bit a counter, where the counters take four. Fixed at 1%% the presence bits of 1M keys take 1.35 MB, near bits-and-blooms' 1.2 MB of bits, and a lookup measures %.2fx bits-and-blooms' time in this run. By default the chain's first sub-filter is built for 0.1%%, so that the whole chain stays under 1%%: its presence bits take 2.3 MB, twice bits-and-blooms' room, and a lookup measures %.2fx (%.2fx with LargePages); on this machine (see the memory latency rows) a load costs about 10 ns within 1 MiB, 16 ns within 4 MiB and over 100 ns from 8 MiB. With counters only a lookup reads the 5.4 MB of counters and measures %.2fx: the memory Config.CountersOnly saves is paid for here. In the cache (a filter of 20 000 keys, medians of 3, measured apart from this report) a member lookup takes about 50 ns fixed and 52 with counters only, against bits-and-blooms' 69: what is left at 1M is where the bytes come from"
+	whyAdd          = "an Add raises its counters and sets its presence bits, two cache lines, then seals an undo record and commits a sequence. In the cache (a filter of 20 000 keys, medians of 3, measured apart from this report) an Add takes about 176 ns fixed and 165 with counters only, against bits-and-blooms' 81 (2.2x and 2.0x); at 1M the trips to memory for the block and its presence bits, loaded together before the undo record is sealed, add the rest. Counted with callgrind an Add of counters only is about 1 400 instructions: raising the counters of the block 22% (eight atomic stores), checksumming the undo record with crc32c 21%, locating the counters 15%, the hash 12%, saving the block's prior bytes 9% and committing the sequence 9%. The undo record and the sequence are what make an Add exact after a crash, and the bytes the checksum covers are fixed by the file format"
+	whyBig          = "a lookup reads 16 bytes of presence bits in one cache line, where bits-and-blooms' reads seven that run in parallel. Fixed at 1%% the presence bits take 86 MB and a lookup measures %.2fx bits-and-blooms' time; by default (150 MB of presence bits) %.2fx; by default with LargePages (2 MiB pages, as /proc/self/smaps shows) %.2fx; with counters only (344 MB of counters) %.2fx. The presence bits do not move this row much: at 86 MB as at 344 MB the line comes from memory. blobloom, one cache line a lookup in 88 MB, measures %.2fx: at this size a lookup costs the latency of one line from memory, divided by how many lookups the processor keeps in flight at once, and fewer instructions a lookup keep more in flight. Counted with callgrind the hash alone of a tallybloom lookup is about 210 instructions, as many as a whole blobloom lookup. bits-and-blooms' own time at 64M moves between runs on this virtual machine, and these ratios with it (see the range)"
+	whyBoomCounting = "BoomFilters' counting filter at 1M keys takes 4.8 MB, where tallybloom's lookups read 1.35 MB of presence bits (fixed). In the cache (a filter of 20 000 keys, medians of 3, measured apart from this report) its lookup takes about 74 ns and its Add 105 ns, against tallybloom's 50 and 176 fixed; 4x faster would be 19 and 26 ns, where hashing a key alone takes tallybloom 13 ns and blobloom, one cache line and no counters, takes 32 ns a lookup. A tallybloom Add also sets presence bits, seals an undo record and commits a sequence, which BoomFilters' does not"
+	whyChain        = "the presence bits of the ten blocks are loaded together before any is tested, then four bits of each are tested without a branch, so that only the few sub-filters left need a whole test; what remains is one trip to memory plus a few ns of work per sub-filter"
+	whyTenVsOne     = "one sub-filter of 100 000 keys stays in the cache and ten do not, so the ratio measures a trip to memory as much as the chain: a key never added needs the presence bits of its block in each of the ten, loaded together before any is tested, and then four bits of each are tested without a branch"
 	whyBatch        = "ContainsBatch reads a byte at each end of every key of a group of 64, so that the keys' own cache misses are in flight together, then hashes them and loads every block of the group before testing any; what is left is how much of that this run's machine overlapped. Independent loads into 512 MiB reach the ns/load of the memory parallelism row"
 	whyMirror       = "both mirror rates are bounded by a redis-server on the same two cores as the engine and the benchmark, so they move with Redis's share of those cores between runs (see the range)"
 	whyParallel     = "lookups take no lock and write no shared cache line, so they scale with the cores the machine gives; on a shared virtual machine the second core is not always free"
 	whyOpen         = "Open maps the file and reads its header and directory, whatever the file's size; a slow run is the machine's"
-	whyBits         = "a 64-byte block of 128 counters holds about 7 keys at p = 0.1%, and the spread of keys over blocks costs 1.30x the ideal; at 1% (about 12 keys per block) it costs 1.12x. Blocks of two cache lines (256 counters) were built and measured: 66.3 bits per key at 0.1% (1.16x, the target met), but a key's counters then fall in either line, so a lookup of a key never added needs the second line half the time; a ten-sub-filter lookup went from about 350-400 to 690 ns and a 64M lookup from about 540 to 650 ns, too much for a lookup engine to pay for 11% of memory, so they were left out"
+	whyBits         = "presence bits add one bit to every four of counters, and the rows of the ways that keep them count them: 1.25 times the counters' own bits. With counters only, a 64-byte block of 128 counters holds about 12 keys at p = 1% and the spread of keys over blocks costs 1.12x the ideal; at 0.1% (about 7 keys a block) 1.30x. Blocks of two cache lines (256 counters) were built and measured: 66.3 bits of counters per key at 0.1% (1.16x), but a key's counters then fall in either line, so a lookup of a key never added needs the second line half the time; a ten-sub-filter lookup went from about 350-400 to 690 ns and a 64M lookup from about 540 to 650 ns, too much for a lookup engine to pay for 11% of memory, so they were left out"
 )
 
 func targets(r map[string]result) []target {
@@ -198,19 +199,24 @@ func targets(r map[string]result) []target {
 	batch := func(lib string) spread {
 		return pair(values(r, "ContainsBatch/64M/"+lib+"/single", "ns/key"), values(r, "ContainsBatch/64M/"+lib+"/batch", "ns/key"))
 	}
-	whyBig64 := fmt.Sprintf(whyBig, ns("Contains/64M/tallybloom-fixed/member", "Contains/64M/bits-and-blooms/member").median,
-		ns("Contains/64M/tallybloom-large/member", "Contains/64M/tallybloom/member").median,
-		ns("Contains/64M/tallybloom-large/member", "Contains/64M/bits-and-blooms/member").median,
-		ns("Contains/64M/blobloom/member", "Contains/64M/bits-and-blooms/member").median)
-	whyCache1 := fmt.Sprintf(whyCache, ns("Contains/1M/tallybloom-fixed/member", "Contains/1M/bits-and-blooms/member").median)
+	vsBnb := func(size, lib string) float64 {
+		return ns("Contains/"+size+"/"+lib+"/member", "Contains/"+size+"/bits-and-blooms/member").median
+	}
+	whyBig64 := fmt.Sprintf(whyBig, vsBnb("64M", "tallybloom-fixed"), vsBnb("64M", "tallybloom"), vsBnb("64M", "tallybloom-large"),
+		vsBnb("64M", "tallybloom-counters"), vsBnb("64M", "blobloom"))
+	whyCache1 := fmt.Sprintf(whyCache, vsBnb("1M", "tallybloom-fixed"), vsBnb("1M", "tallybloom"), vsBnb("1M", "tallybloom-large"),
+		vsBnb("1M", "tallybloom-counters"))
 	return []target{
 		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asDefault, ns("Contains/1M/tallybloom/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
 		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asFixed, ns("Contains/1M/tallybloom-fixed/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
+		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asCounters, ns("Contains/1M/tallybloom-counters/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
 		{"Add, 1M, vs bits-and-blooms Add", asDefault, ns("Add/1M/tallybloom", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd},
 		{"Add, 1M, vs bits-and-blooms Add", asFixed, ns("Add/1M/tallybloom-fixed", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd},
+		{"Add, 1M, vs bits-and-blooms Add", asCounters, ns("Add/1M/tallybloom-counters", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd},
 		{"Contains, 64M, vs bits-and-blooms Test", asDefault, ns("Contains/64M/tallybloom/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
 		{"Contains, 64M, vs bits-and-blooms Test", asFixed, ns("Contains/64M/tallybloom-fixed/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
 		{"Contains, 64M, vs bits-and-blooms Test", asLarge, ns("Contains/64M/tallybloom-large/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
+		{"Contains, 64M, vs bits-and-blooms Test", asCounters, ns("Contains/64M/tallybloom-counters/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
 		{"Add vs BoomFilters counting (speed-up)", asFixed, ns("Add/1M/boom-counting", "Add/1M/tallybloom-fixed"), 0, 4, whyBoomCounting},
 		{"Contains vs BoomFilters counting (speed-up)", asFixed, ns("Contains/1M/boom-counting/member", "Contains/1M/tallybloom-fixed/member"), 0, 4, whyBoomCounting},
 		{"Contains vs BoomFilters scalable, 10 sub-filters (speed-up)", asDefault, ns("Chain/subs=10/boom-scalable", "Chain/subs=10/tallybloom"), 0, 2, whyChain},
@@ -225,6 +231,7 @@ func targets(r map[string]result) []target {
 		{"Mirror: keys checked from Redis by one process, per second (x 100 000)", asDefault, scale(values(r, "RemoteCheck", "keys/s"), 100_000), 0, 1, whyMirror},
 		{"bits per key vs 4 x 1.44 x log2(1/p), p = 0.1%", asDefault, scale(bits("tallybloom"), ideal(0.01*(1-0.9))), 1.25, 0, whyBits},
 		{"bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asFixed, scale(bits("tallybloom-fixed"), ideal(0.01)), 1.25, 0, whyBits},
+		{"bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asCounters, scale(bits("tallybloom-counters"), ideal(0.01)), 1.25, 0, whyBits},
 	}
 }
 
@@ -240,7 +247,7 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 	fmt.Fprintf(&b, "\n\n## Machine\n\n%s\n\n", machine())
 
 	fmt.Fprintf(&b, "## Targets\n\n")
-	fmt.Fprintf(&b, "tallybloom runs three ways: by default (a chain whose first sub-filter is built for 0.1%%, so that any number of sub-filters stays under 1%%), fixed (one sub-filter for the whole 1%%, the guarantee the plain filters give) and by default with `Options.LargePages`. Each target is shown for the ways it concerns.\n\n")
+	fmt.Fprintf(&b, "tallybloom runs four ways: by default (a chain whose first sub-filter is built for 0.1%%, so that any number of sub-filters stays under 1%%), fixed (one sub-filter for the whole 1%%, the guarantee the plain filters give), by default with `Options.LargePages`, and fixed with `Config.CountersOnly`. All but the last keep presence bits, one bit a counter that lookups read instead of the counters, which take a quarter more memory; with counters only, lookups read the counters. Each target is shown for the ways it concerns.\n\n")
 	fmt.Fprintf(&b, "A ratio is the median over the runs of run i of tallybloom against run i of its peer; the range beside it is the smallest and largest of those ratios, which shows how far this shared machine moves a ratio between runs. A target is judged on the median.\n\n")
 	fmt.Fprintf(&b, "| target | tallybloom | measured | over the runs | limit | |\n| --- | --- | --- | --- | --- | --- |\n")
 	var missed []target
