@@ -124,16 +124,19 @@ func TestFaultsConverge(t *testing.T) {
 	t.Run("answers lost", func(t *testing.T) {
 		// Small steps, so the queue stays below its bound while batches
 		// are retried: every lost answer must be recovered from in place.
+		// Flush empties the queue, and five operations make at most 105
+		// changes (an add may repeat 20 times), against a bound of 300.
 		recopies := m.Stats().Recopies
 		p.cut.Store(8)
-		for range 60 {
-			next = workload(t, f, rng, 20, next) // at most ~100 changes queued
+		for range 240 {
+			next = workload(t, f, rng, 5, next)
 			require.NoError(t, m.Flush(ctx))
 		}
 		requireSame(t, ctx, r, "faults", f)
 		assert.Equal(t, int32(8), p.cuts.Load())
-		assert.Equal(t, recopies, m.Stats().Recopies, "no full copy for a lost answer")
-		assert.Positive(t, m.Stats().Resends, "a batch Redis had applied was recognized, not applied again")
+		stats := m.Stats()
+		assert.Equal(t, recopies, stats.Recopies, "no full copy for a lost answer (%+v)", stats)
+		assert.Positive(t, stats.Resends, "a batch Redis had applied was recognized, not applied again (%+v)", stats)
 	})
 	t.Run("Redis restarted empty", func(t *testing.T) {
 		before := m.Stats().Recopies
@@ -142,6 +145,9 @@ func TestFaultsConverge(t *testing.T) {
 		require.NoError(t, m.Flush(ctx))
 		requireSame(t, ctx, r, "faults", f)
 		assert.Greater(t, m.Stats().Recopies, before, "a full copy replaced the lost one")
+		// Redis answers that it holds no copy, unless the changes made
+		// while it restarted overflowed the queue first.
+		assert.Regexp(t, "not the one shipped to|Options.MaxQueue", m.Stats().RecopyReason)
 	})
 	t.Run("Redis paused past the queue's bound", func(t *testing.T) {
 		before := m.Stats().Recopies
@@ -153,6 +159,7 @@ func TestFaultsConverge(t *testing.T) {
 		require.NoError(t, m.Flush(ctx))
 		requireSame(t, ctx, r, "faults", f)
 		assert.Greater(t, m.Stats().Recopies, before)
+		assert.Contains(t, m.Stats().RecopyReason, "Options.MaxQueue")
 	})
 	require.NoError(t, m.Close())
 	require.NoError(t, f.Close())

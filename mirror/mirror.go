@@ -59,6 +59,8 @@ type Stats struct {
 	Recopies   uint64 // full copies written
 	Resends    uint64 // batches Redis had already applied
 	LastError  string // the last failure, "" after a success
+	// RecopyReason says why the last full copy was written.
+	RecopyReason string
 }
 
 // Mirror ships a filter's committed changes to Redis.
@@ -74,8 +76,10 @@ type Mirror struct {
 		sync.Mutex
 		queue    []change
 		needCopy bool
-		stats    Stats
-		acked    *sync.Cond // broadcast when stats.Acked moves
+		// copyReason is why the next full copy is needed.
+		copyReason string
+		stats      Stats
+		acked      *sync.Cond // broadcast when stats.Acked moves
 	}
 	wake chan struct{}
 	stop chan struct{}
@@ -107,7 +111,7 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	m := &Mirror{f: f, r: r, keys: k, opts: opts.withDefaults(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	m.mu.acked = sync.NewCond(&m.mu)
-	m.mu.needCopy = true
+	m.mu.needCopy, m.mu.copyReason = true, "attached: what Redis holds is not known"
 	if _, err := f.OnCommit(m.enqueue); err != nil {
 		return nil, err
 	}
@@ -131,6 +135,7 @@ func (m *Mirror) enqueue(c *engine.Change) {
 	if len(m.mu.queue) >= m.opts.MaxQueue {
 		// Too far behind: a full copy will carry these changes.
 		m.mu.queue, m.mu.needCopy = nil, true
+		m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
 	}
 	m.mu.queue = append(m.mu.queue, ch)
 	m.mu.stats.QueueDepth = len(m.mu.queue)
@@ -230,6 +235,7 @@ func (m *Mirror) copyAll() error {
 	m.mu.queue = m.mu.queue[drop:]
 	m.mu.stats.QueueDepth = len(m.mu.queue)
 	m.mu.stats.Recopies++
+	m.mu.stats.RecopyReason = m.mu.copyReason
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
 	m.mu.acked.Broadcast()
 	return nil
@@ -290,7 +296,7 @@ func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, part
 // ship applies a batch of queued changes in one script.
 func (m *Mirror) ship(batch []change) error {
 	if batch[0].seq != m.seq+1 {
-		m.needCopyNow()
+		m.needCopyNow(fmt.Sprintf("the queue starts at change %d, Redis holds %d", batch[0].seq, m.seq))
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
@@ -336,7 +342,8 @@ func (m *Mirror) ship(batch []change) error {
 		m.acknowledge(batch, applied, true)
 		return nil
 	}
-	m.needCopyNow() // Redis lost the copy, holds another, or is elsewhere
+	// Redis lost the copy, holds another, or is elsewhere.
+	m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
 	return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%s); copying in full", code)
 }
 
@@ -399,9 +406,9 @@ func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engin
 	return append(args, "d", encodeDir(new))
 }
 
-func (m *Mirror) needCopyNow() {
+func (m *Mirror) needCopyNow(reason string) {
 	m.mu.Lock()
-	m.mu.needCopy = true
+	m.mu.needCopy, m.mu.copyReason = true, reason
 	m.mu.Unlock()
 }
 
