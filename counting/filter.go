@@ -100,11 +100,10 @@ func wordsOf(b []byte) ([]uint64, error) {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8), nil
 }
 
-// HasPresence reports whether the filter keeps presence bits.
-func (f *Filter) HasPresence() bool { return f.presence != nil }
-
-// Contains reports whether every counter of the key is non-zero. It stops at
-// the first zero counter, so keys never added usually cost one or two loads.
+// Contains reports whether every counter of the key is non-zero: from its
+// presence bits, one cache line, if the filter keeps them; else from the
+// counters, stopping at the first zero one, so that keys never added usually
+// cost one or two loads.
 func (f *Filter) Contains(h Hash) bool {
 	if f.geometry.Flat {
 		s := f.flatSlots(h)

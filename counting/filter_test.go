@@ -24,7 +24,7 @@ func newTestFilter(t testing.TB, g Geometry, presence bool) (*Filter, []byte) {
 	}
 	f, err := New(region, bits, g, 42)
 	require.NoError(t, err)
-	require.Equal(t, presence && !g.Flat, f.HasPresence())
+	require.Equal(t, presence && !g.Flat, f.presence != nil)
 	return f, region
 }
 
@@ -409,8 +409,9 @@ func TestPresenceBitsFollowTheCounters(t *testing.T) {
 	}
 }
 
-// StalePresence finds a block whose bits disagree with its counters, and
-// RebuildPresence makes them agree again.
+// StalePresence finds the blocks whose bits disagree with their counters;
+// RebuildPresenceOf rebuilds the blocks a byte range of the counters lies
+// in, and no others; RebuildPresence rebuilds them all.
 func TestRebuildPresence(t *testing.T) {
 	g := Geometry{Blocks: 8, K: 5}
 	f, region := newTestFilter(t, g, true)
@@ -422,25 +423,6 @@ func TestRebuildPresence(t *testing.T) {
 	want := append([]uint64(nil), f.presence...)
 	clear(f.presence)
 	assert.Equal(t, uint64(8), f.StalePresence())
-	f.RebuildPresence()
-	assert.Equal(t, want, f.presence)
-	assert.Zero(t, f.StalePresence())
-	region[BlockBytes+3] ^= 0x11 // two counters of block 1 changed behind the filter's back
-	assert.Equal(t, uint64(1), f.StalePresence())
-}
-
-// RebuildPresenceOf rebuilds the blocks a byte range of the counters lies
-// in, and no others.
-func TestRebuildPresenceOf(t *testing.T) {
-	g := Geometry{Blocks: 8, K: 5}
-	f, _ := newTestFilter(t, g, true)
-	h := NewHasher(3)
-	for i := range 100 {
-		p := f.Probe(h.Key(key(i)))
-		f.Increment(&p)
-	}
-	want := append([]uint64(nil), f.presence...)
-	clear(f.presence)
 	f.RebuildPresenceOf(BlockBytes+60, 8) // the end of block 1, the start of block 2
 	assert.Equal(t, uint64(6), f.StalePresence())
 	assert.Equal(t, want[2:6], f.presence[2:6])
@@ -449,6 +431,11 @@ func TestRebuildPresenceOf(t *testing.T) {
 	assert.Equal(t, uint64(5), f.StalePresence())
 	f.RebuildPresence()
 	assert.Equal(t, want, f.presence)
+	assert.Zero(t, f.StalePresence())
+	region[BlockBytes+3] ^= 0x11 // two counters of block 1 changed behind the filter's back
+	assert.Equal(t, uint64(1), f.StalePresence())
+
 	counters, _ := newTestFilter(t, g, false)
 	counters.RebuildPresenceOf(0, 64) // no presence bits: nothing to do
+	assert.Zero(t, counters.StalePresence())
 }
