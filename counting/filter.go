@@ -173,7 +173,11 @@ func (f *Filter) Warm(h Hash) uint64 {
 	if f.geometry.Flat {
 		return 0 // at most 512 bytes: warm after the first lookup anyway
 	}
-	block := f.block(h)
+	return f.warmBlock(f.block(h))
+}
+
+// warmBlock loads a word of block and one of its presence bits.
+func (f *Filter) warmBlock(block uint64) uint64 {
 	w := atomic.LoadUint64(&f.words[block*wordsPerBlock])
 	if f.presence != nil {
 		w ^= atomic.LoadUint64(&f.presenceOf(block)[0])
@@ -235,11 +239,7 @@ func (f *Filter) WarmProbe(p *Probe) uint64 {
 	if p.flat {
 		return 0
 	}
-	w := atomic.LoadUint64(&f.words[p.base])
-	if f.presence != nil {
-		w ^= atomic.LoadUint64(&f.presenceOf(p.base / wordsPerBlock)[0])
-	}
-	return w
+	return f.warmBlock(p.base / wordsPerBlock)
 }
 
 // blockOf is the block of a probe of a blocked geometry.
