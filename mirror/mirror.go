@@ -301,32 +301,7 @@ func (m *Mirror) ship(batch []change) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
 	defer cancel()
-	keys := []string{m.keys.meta()}
-	index := map[string]int{}
-	key := func(level int, part uint64) int {
-		name := m.keys.part(m.gen, level, part)
-		if i, ok := index[name]; ok {
-			return i
-		}
-		keys = append(keys, name)
-		index[name] = len(keys)
-		return len(keys)
-	}
-	args := []any{m.seq, batch[len(batch)-1].seq, m.gen}
-	subs := m.subs
-	for _, c := range batch {
-		if c.dir != nil {
-			args = m.reshape(args, key, subs, c.dir)
-			subs = c.dir
-		}
-		for _, w := range c.counters {
-			p := w.Offset / m.opts.PartBytes
-			args = append(args, "c", key(w.Level, p), w.Offset-p*m.opts.PartBytes, w.Bytes)
-		}
-		if t := c.tallies; t != nil {
-			args = append(args, "t", t.Level, encodeTallies(t.Count, t.MaxID, t.NonZero))
-		}
-	}
+	keys, args := m.shipArgs(batch)
 	answer, err := m.r.Eval(ctx, shipScript, false, keys, args...)
 	code := scriptError(err)
 	var applied uint64
@@ -345,6 +320,79 @@ func (m *Mirror) ship(batch []change) error {
 	// Redis lost the copy, holds another, or is elsewhere.
 	m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
 	return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%s); copying in full", code)
+}
+
+// shipArgs builds shipScript's keys and arguments for batch. The script
+// applies a batch whole, so only the last content of a span, and the last
+// tallies of a sub-filter, need to reach Redis: an earlier write the batch
+// writes again is left out. A change of directory ends that, as the parts
+// and tallies it creates or deletes come between.
+func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
+	keys = []string{m.keys.meta()}
+	index := map[partOf]int{}
+	key := func(level int, part uint64) int {
+		at := partOf{level, part}
+		if i, ok := index[at]; ok {
+			return i
+		}
+		keys = append(keys, m.keys.part(m.gen, level, part))
+		index[at] = len(keys)
+		return len(keys)
+	}
+	spans := map[spanOf]int{} // where in args each span's bytes are
+	tallies := map[int]int{}  // where in args each level's tallies are
+	args = []any{m.seq, batch[len(batch)-1].seq, m.gen}
+	subs := m.subs
+	for _, c := range batch {
+		if c.dir != nil {
+			encodeTalliesAt(args, tallies)
+			clear(spans)
+			clear(tallies)
+			args = m.reshape(args, key, subs, c.dir)
+			subs = c.dir
+		}
+		for _, w := range c.counters {
+			at := spanOf{w.Level, w.Offset, len(w.Bytes)}
+			if i, ok := spans[at]; ok {
+				args[i] = w.Bytes
+				continue
+			}
+			p := w.Offset / m.opts.PartBytes
+			args = append(args, "c", key(w.Level, p), w.Offset-p*m.opts.PartBytes, w.Bytes)
+			spans[at] = len(args) - 1
+		}
+		if t := c.tallies; t != nil {
+			if i, ok := tallies[t.Level]; ok {
+				args[i] = t
+				continue
+			}
+			args = append(args, "t", t.Level, t)
+			tallies[t.Level] = len(args) - 1
+		}
+	}
+	encodeTalliesAt(args, tallies)
+	return keys, args
+}
+
+// partOf names a part of a sub-filter's counters; spanOf a span of them.
+type (
+	partOf struct {
+		level int
+		part  uint64
+	}
+	spanOf struct {
+		level  int
+		offset uint64
+		length int
+	}
+)
+
+// encodeTalliesAt encodes the tallies at each place in args that at names.
+func encodeTalliesAt(args []any, at map[int]int) {
+	for _, i := range at {
+		t := args[i].(*engine.Tallies)
+		args[i] = encodeTallies(t.Count, t.MaxID, t.NonZero)
+	}
 }
 
 // sequenceIn reads the sequence of a TBSEQ error.

@@ -1,0 +1,63 @@
+package mirror
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// ops splits shipScript's arguments after the header into operations, each
+// its letter and operands.
+func ops(t *testing.T, args []any) [][]any {
+	t.Helper()
+	operands := map[string]int{"c": 3, "n": 2, "x": 1, "t": 2, "u": 1, "d": 1}
+	var out [][]any
+	for i := 3; i < len(args); {
+		op, ok := args[i].(string)
+		require.True(t, ok, "an operation letter at %d: %v", i, args[i])
+		n, ok := operands[op]
+		require.True(t, ok, "operation %q", op)
+		out = append(out, args[i:i+1+n])
+		i += 1 + n
+	}
+	return out
+}
+
+// TestShipArgsSendsTheLastOfEachSpan: a batch that writes a block again, or
+// a sub-filter's tallies again, ships only the last content, in one
+// operation each; a change of directory between two writes keeps both.
+func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
+	m := &Mirror{keys: keys{"s"}, opts: (*Options)(nil).withDefaults(), gen: 3, seq: 10,
+		subs: []engine.SubFilterStats{{Level: 0, Blocks: 4}}}
+	block := func(level int, offset uint64, b byte) []engine.CounterWrite {
+		return []engine.CounterWrite{{Level: level, Offset: offset, Bytes: []byte{b, b}}}
+	}
+	tallies := func(level int, count uint64) *engine.Tallies {
+		return &engine.Tallies{Level: level, Count: count, MaxID: count, NonZero: count}
+	}
+	grown := []engine.SubFilterStats{{Level: 0, Blocks: 4}, {Level: 1, Blocks: 4}}
+
+	keys, args := m.shipArgs([]change{
+		{seq: 11, counters: block(0, 64, 1), tallies: tallies(0, 1)},
+		{seq: 12, counters: block(0, 128, 2), tallies: tallies(0, 2)},
+		{seq: 13, counters: block(0, 64, 3), tallies: tallies(0, 3)},
+		{seq: 14, counters: block(1, 64, 4), tallies: tallies(1, 1), dir: grown},
+		{seq: 15, counters: block(0, 64, 5), tallies: tallies(0, 4)},
+	})
+	assert.Equal(t, []any{uint64(10), uint64(15), uint64(3)}, args[:3], "from, to, generation")
+	assert.Equal(t, []string{"{s}:meta", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
+	assert.Equal(t, [][]any{
+		{"c", 2, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 13's bytes
+		{"t", 0, "3 3 3"},
+		{"c", 2, uint64(128), []byte{2, 2}},
+		{"n", 3, uint64(256)}, // change 14 opens level 1
+		{"d", encodeDir(grown)},
+		{"c", 3, uint64(64), []byte{4, 4}},
+		{"t", 1, "1 1 1"},
+		{"c", 2, uint64(64), []byte{5, 5}}, // after the directory changed, written again
+		{"t", 0, "4 4 4"},
+	}, ops(t, args))
+}
