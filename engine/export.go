@@ -499,6 +499,21 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 // exported sequence. It fails with ErrExists if path exists, and removes the
 // file it made if the stream turns out damaged.
 func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
+	return importFile(path, r, opts, func(*Config) {})
+}
+
+// ImportAs is Import into a file that keeps presence bits, or keeps
+// counters only if countersOnly (see Config.CountersOnly), whatever the
+// exported filter kept: the way to change a filter's layout is to export it
+// and import it as the other. A file of format version 2, which keeps
+// counters only, gains presence bits this way.
+func ImportAs(path string, r io.Reader, countersOnly bool, opts *Options) (*Filter, error) {
+	return importFile(path, r, opts, func(c *Config) { c.CountersOnly = countersOnly })
+}
+
+// importFile is Import with the exported config passed through layout
+// before the file is made.
+func importFile(path string, r io.Reader, opts *Options, layout func(*Config)) (*Filter, error) {
 	v := &verifying{r: r, crc: crc32.New(castagnoli)}
 	e, err := readExportHeader(v)
 	if err != nil {
@@ -507,6 +522,7 @@ func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
 	if e.memSeq == 0 {
 		return nil, fmt.Errorf("%w: export at sequence 0", ErrCorrupt)
 	}
+	layout(&e.config)
 	return createFile(path, e.config, opts, func(f *Filter) error {
 		f.journal.Reset(e.memSeq - 1) // the import commits as the exported sequence
 		st := store{f}

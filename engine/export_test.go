@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -151,4 +152,51 @@ func FuzzReadExport(f *testing.F) {
 			assert.Nil(t, z)
 		}
 	})
+}
+
+// ImportAs changes a filter's layout: a filter of counters only, here a
+// version 2 file, gains presence bits, and loses them again; the counters,
+// tallies, sequence and answers stay the same throughout, and each new file
+// takes changes.
+func TestImportAsChangesTheLayout(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 400, ErrorRate: 0.01, Growth: 1, Seed: 5, CountersOnly: true})
+	fillChain(t, f, 2, 0)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.WriteFile(f.Path(), asVersion2(readFile(t, f.Path())), 0o644))
+	old, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer old.Close()
+	keys := keysFrom(0, 20_000)
+	want, was := old.ContainsBatch(keys, nil), old.Stats()
+
+	from, imported := old, []*Filter{}
+	for _, countersOnly := range []bool{false, true} { // presence bits, then counters only again
+		var stream bytes.Buffer
+		require.NoError(t, from.Export(&stream))
+		g, err := ImportAs(tempPath(t), &stream, countersOnly, nil)
+		require.NoError(t, err)
+		defer g.Close()
+		assert.Equal(t, countersOnly, g.Config().CountersOnly)
+		if countersOnly {
+			assert.Zero(t, g.Stats().PresenceBytes)
+		} else {
+			assert.Positive(t, g.Stats().PresenceBytes, "presence bits kept")
+			for _, sub := range g.chain.SubFilters() {
+				assert.Zero(t, sub.Filter().StalePresence(), "and set from the counters")
+			}
+		}
+		assert.Equal(t, want, g.ContainsBatch(keys, nil))
+		assert.Equal(t, was.SubFilters, g.Stats().SubFilters, "geometry and tallies")
+		assert.Equal(t, was.MemSeq, g.Stats().MemSeq)
+		for i, sub := range old.chain.SubFilters() {
+			assert.Equal(t, spaceOf(sub).counters, spaceOf(g.chain.SubFilters()[i]).counters, "counters byte for byte")
+		}
+		from, imported = g, append(imported, g)
+	}
+	for _, g := range imported {
+		require.NoError(t, g.Add(key(1<<40), 1<<40))
+		require.NoError(t, g.Close())
+		require.NoError(t, Verify(g.Path()))
+		assert.Equal(t, uint32(FormatVersion), binary.LittleEndian.Uint32(readFile(t, g.Path())[sbVersion:]), "the new file is of the current version")
+	}
 }

@@ -293,6 +293,32 @@ func TestExportImport(t *testing.T) {
 	_, errOut, code = tallybloomIn(t, stdout, "import", "-", filepath.Join(dir, "stdin.tb"))
 	require.Equal(t, 0, code, errOut)
 
+	// Importing the other way changes the layout: presence bits, then
+	// counters only again, with the same answers.
+	lean := newFile(t, "--capacity", "1000", "--error-rate", "0.01", "--counters-only")
+	_, _, code = tallybloomIn(t, strings.Join(probes[:500], "\n"), "add", "--id", "1", lean)
+	require.Equal(t, 0, code)
+	want, _, _ = tallybloomIn(t, strings.Join(probes, "\n"), "check", lean)
+	from := lean
+	for i, layout := range []string{"--presence-bits", "--counters-only"} {
+		export := filepath.Join(dir, fmt.Sprintf("layout%d", i))
+		_, errOut, code := tallybloom(t, "export", from, export)
+		require.Equal(t, 0, code, errOut)
+		imported := export + ".tb"
+		_, errOut, code = tallybloom(t, "import", layout, export, imported)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, layout == "--presence-bits", strings.Contains(errOut, "of presence bits"), errOut)
+		out, _, _ := tallybloom(t, "stats", "--json", imported)
+		assert.Contains(t, out, fmt.Sprintf(`"counters_only": %v`, layout == "--counters-only"))
+		got, _, _ := tallybloomIn(t, strings.Join(probes, "\n"), "check", imported)
+		assert.Equal(t, want, got, "identical answers after import %s", layout)
+		from = imported
+	}
+	_, errOut, code = tallybloom(t, "import", "--presence-bits", "--counters-only", from, filepath.Join(dir, "both.tb"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "none of the others can be")
+	assert.NoFileExists(t, filepath.Join(dir, "both.tb"))
+
 	_, errOut, code = tallybloomIn(t, "garbage that is not an export\n", "import", "-", filepath.Join(dir, "bad.tb"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "tallybloom:")

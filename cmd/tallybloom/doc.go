@@ -8,7 +8,7 @@
 //	tallybloom verify FILE
 //	tallybloom drop-before FILE ID
 //	tallybloom export FILE OUT [--frozen] [--base64]
-//	tallybloom import IN FILE
+//	tallybloom import IN FILE [--presence-bits | --counters-only]
 //	tallybloom demo [DIR]
 //	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
 //	tallybloom mirror pull FILE --redis URL --name NAME [--cluster]

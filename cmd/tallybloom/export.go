@@ -76,11 +76,15 @@ cookie or a config value.`,
 }
 
 func importCommand() *cobra.Command {
-	return &cobra.Command{
+	var countersOnly, presenceBits bool
+	cmd := &cobra.Command{
 		Use:   "import IN FILE",
 		Short: "Create a filter file from an export",
-		Long:  `Create FILE from the export IN ("-" for standard input), binary or base64.`,
-		Args:  exactArgs(2),
+		Long: `Create FILE from the export IN ("-" for standard input), binary or base64.
+FILE keeps presence bits or not as the exported filter did, unless
+--presence-bits or --counters-only says otherwise: exporting a filter and
+importing it the other way changes its layout (see create).`,
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, size, closeIn, err := exportStream(args[0], cmd.InOrStdin())
 			if err != nil {
@@ -88,7 +92,12 @@ func importCommand() *cobra.Command {
 			}
 			defer closeIn()
 			p := newProgress(cmd.ErrOrStderr(), "import", size)
-			f, err := engine.Import(args[1], p.reader(in), nil)
+			var f *engine.Filter
+			if countersOnly || presenceBits {
+				f, err = engine.ImportAs(args[1], p.reader(in), countersOnly, nil)
+			} else {
+				f, err = engine.Import(args[1], p.reader(in), nil)
+			}
 			if err != nil {
 				return err
 			}
@@ -97,8 +106,16 @@ func importCommand() *cobra.Command {
 			if err := f.Close(); err != nil {
 				return err
 			}
-			p.summary("imported %d keys in %d sub-filters (%s of counters)", s.Count, len(s.SubFilters), bytesText(s.CounterBytes))
+			layout := fmt.Sprintf("%s of counters", bytesText(s.CounterBytes))
+			if s.PresenceBytes > 0 {
+				layout += fmt.Sprintf(", %s of presence bits", bytesText(s.PresenceBytes))
+			}
+			p.summary("imported %d keys in %d sub-filters (%s)", s.Count, len(s.SubFilters), layout)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&presenceBits, "presence-bits", false, "keep presence bits, whatever the export kept")
+	cmd.Flags().BoolVar(&countersOnly, "counters-only", false, "keep counters only, whatever the export kept")
+	cmd.MarkFlagsMutuallyExclusive("presence-bits", "counters-only")
+	return cmd
 }
