@@ -74,13 +74,15 @@ type Mirror struct {
 	// shipper meet here.
 	mu struct {
 		sync.Mutex
-		queue    []change
+		queue    queue
 		needCopy bool
 		// copyReason is why the next full copy is needed.
 		copyReason string
 		stats      Stats
 		acked      *sync.Cond // broadcast when stats.Acked moves
 	}
+	// slab is room for the queued changes' bytes; enqueue's alone.
+	slab slab
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -90,14 +92,6 @@ type Mirror struct {
 	gen  uint64
 	seq  uint64
 	subs []engine.SubFilterStats
-}
-
-// change is a committed change, copied out of the engine.
-type change struct {
-	seq      uint64
-	counters []engine.CounterWrite
-	tallies  *engine.Tallies
-	dir      []engine.SubFilterStats
 }
 
 // Attach starts mirroring f into Redis under name: a full copy first (what
@@ -124,21 +118,22 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 // engine's lock, so it never waits for Redis.
 func (m *Mirror) enqueue(c *engine.Change) {
 	ch := change{seq: c.Seq, dir: append([]engine.SubFilterStats(nil), c.Directory...)} // nil stays nil
-	for _, w := range c.Counters {
-		ch.counters = append(ch.counters, engine.CounterWrite{Level: w.Level, Offset: w.Offset, Bytes: append([]byte(nil), w.Bytes...)})
+	ch.counters = m.slab.newWrites(len(c.Counters))
+	for i, w := range c.Counters {
+		ch.counters[i] = engine.CounterWrite{Level: w.Level, Offset: w.Offset, Bytes: m.slab.copyBytes(w.Bytes)}
 	}
 	if c.Tallies != nil {
-		t := *c.Tallies
-		ch.tallies = &t
+		ch.tallies, ch.hasTallies = *c.Tallies, true
 	}
 	m.mu.Lock()
-	if len(m.mu.queue) >= m.opts.MaxQueue {
+	if m.mu.queue.len() >= m.opts.MaxQueue {
 		// Too far behind: a full copy will carry these changes.
-		m.mu.queue, m.mu.needCopy = nil, true
+		m.mu.queue.abandon()
+		m.mu.needCopy = true
 		m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
 	}
-	m.mu.queue = append(m.mu.queue, ch)
-	m.mu.stats.QueueDepth = len(m.mu.queue)
+	m.mu.queue.push(ch)
+	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.Unlock()
 	m.poke()
 }
@@ -185,7 +180,7 @@ func (m *Mirror) run() {
 func (m *Mirror) step() (bool, error) {
 	m.mu.Lock()
 	needCopy := m.mu.needCopy
-	batch := m.mu.queue[:min(len(m.mu.queue), m.opts.BatchSize)]
+	batch := m.mu.queue.waiting()[:min(m.mu.queue.len(), m.opts.BatchSize)]
 	m.mu.Unlock()
 	if needCopy {
 		return true, m.copyAll()
@@ -229,11 +224,11 @@ func (m *Mirror) copyAll() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	drop := 0
-	for drop < len(m.mu.queue) && m.mu.queue[drop].seq <= m.seq {
+	for waiting := m.mu.queue.waiting(); drop < len(waiting) && waiting[drop].seq <= m.seq; {
 		drop++
 	}
-	m.mu.queue = m.mu.queue[drop:]
-	m.mu.stats.QueueDepth = len(m.mu.queue)
+	m.mu.queue.drop(drop)
+	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.stats.Recopies++
 	m.mu.stats.RecopyReason = m.mu.copyReason
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
@@ -343,7 +338,8 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 	tallies := map[int]int{}  // where in args each level's tallies are
 	args = []any{m.seq, batch[len(batch)-1].seq, m.gen}
 	subs := m.subs
-	for _, c := range batch {
+	for i := range batch {
+		c := &batch[i]
 		if c.dir != nil {
 			encodeTalliesAt(args, tallies)
 			clear(spans)
@@ -361,7 +357,7 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 			args = append(args, "c", key(w.Level, p), w.Offset-p*m.opts.PartBytes, w.Bytes)
 			spans[at] = len(args) - 1
 		}
-		if t := c.tallies; t != nil {
+		if t := &c.tallies; c.hasTallies {
 			if i, ok := tallies[t.Level]; ok {
 				args[i] = t
 				continue
@@ -416,10 +412,10 @@ func (m *Mirror) acknowledge(batch []change, seq uint64, resent bool) {
 	if resent {
 		m.mu.stats.Resends++
 	}
-	if len(m.mu.queue) >= n && n > 0 && m.mu.queue[0].seq == batch[0].seq {
-		m.mu.queue = m.mu.queue[n:]
+	if m.mu.queue.len() >= n && n > 0 && m.mu.queue.waiting()[0].seq == batch[0].seq {
+		m.mu.queue.drop(n)
 	}
-	m.mu.stats.QueueDepth = len(m.mu.queue)
+	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
 	m.mu.acked.Broadcast()
 }

@@ -35,17 +35,17 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 	block := func(level int, offset uint64, b byte) []engine.CounterWrite {
 		return []engine.CounterWrite{{Level: level, Offset: offset, Bytes: []byte{b, b}}}
 	}
-	tallies := func(level int, count uint64) *engine.Tallies {
-		return &engine.Tallies{Level: level, Count: count, MaxID: count, NonZero: count}
+	tallies := func(level int, count uint64) engine.Tallies {
+		return engine.Tallies{Level: level, Count: count, MaxID: count, NonZero: count}
 	}
 	grown := []engine.SubFilterStats{{Level: 0, Blocks: 4}, {Level: 1, Blocks: 4}}
 
 	keys, args := m.shipArgs([]change{
-		{seq: 11, counters: block(0, 64, 1), tallies: tallies(0, 1)},
-		{seq: 12, counters: block(0, 128, 2), tallies: tallies(0, 2)},
-		{seq: 13, counters: block(0, 64, 3), tallies: tallies(0, 3)},
-		{seq: 14, counters: block(1, 64, 4), tallies: tallies(1, 1), dir: grown},
-		{seq: 15, counters: block(0, 64, 5), tallies: tallies(0, 4)},
+		{seq: 11, counters: block(0, 64, 1), hasTallies: true, tallies: tallies(0, 1)},
+		{seq: 12, counters: block(0, 128, 2), hasTallies: true, tallies: tallies(0, 2)},
+		{seq: 13, counters: block(0, 64, 3), hasTallies: true, tallies: tallies(0, 3)},
+		{seq: 14, counters: block(1, 64, 4), hasTallies: true, tallies: tallies(1, 1), dir: grown},
+		{seq: 15, counters: block(0, 64, 5), hasTallies: true, tallies: tallies(0, 4)},
 	})
 	assert.Equal(t, []any{uint64(10), uint64(15), uint64(3)}, args[:3], "from, to, generation")
 	assert.Equal(t, []string{"{s}:meta", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
