@@ -348,22 +348,22 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 			subs = c.dir
 		}
 		for _, w := range c.counters {
-			at := spanOf{w.Level, w.Offset, len(w.Bytes)}
-			if i, ok := spans[at]; ok {
-				args[i] = w.Bytes
+			span := spanOf{w.Level, w.Offset, len(w.Bytes)}
+			if at, ok := spans[span]; ok {
+				args[at] = w.Bytes
 				continue
 			}
 			p := w.Offset / m.opts.PartBytes
 			args = append(args, "c", key(w.Level, p), w.Offset-p*m.opts.PartBytes, w.Bytes)
-			spans[at] = len(args) - 1
+			spans[span] = len(args) - 1
 		}
 		if t := &c.tallies; c.hasTallies {
-			if i, ok := tallies[t.Level]; ok {
-				args[i] = t
-				continue
+			if at, ok := tallies[t.Level]; ok {
+				args[at] = t
+			} else {
+				args = append(args, "t", t.Level, t)
+				tallies[t.Level] = len(args) - 1
 			}
-			args = append(args, "t", t.Level, t)
-			tallies[t.Level] = len(args) - 1
 		}
 	}
 	encodeTalliesAt(args, tallies)
