@@ -310,3 +310,57 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.NoError(t, f.Close())
 	assert.NoError(t, engine.Verify(f.Path()), "the local file is untouched")
 }
+
+// TestOverflowDuringACopy: changes that overflow the queue while a full copy
+// is being made, but before its snapshot, are in that copy, so no second
+// copy follows; changes that overflow it after the snapshot are not, so one
+// does. Either way Redis ends holding the file.
+func TestOverflowDuringACopy(t *testing.T) {
+	const maxQueue = 50
+	for _, c := range []struct {
+		name           string
+		beforeSnapshot bool
+		copies         uint64 // after the first, to restore the copy lost
+	}{
+		{"before the snapshot", true, 1},
+		{"after the snapshot", false, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := redistest.StartServer(t)
+			r := dial(t, s.URL(), false)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})
+			m, err := Attach(f, r, "overflow", &Options{MaxQueue: maxQueue, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			defer m.Close()
+			require.NoError(t, m.Flush(ctx))
+			first := m.Stats().Recopies
+
+			// While the shipper makes the copy it drains nothing, so these
+			// adds overflow the queue.
+			next := uint64(1)
+			overflow := func() {
+				for range maxQueue + 1 {
+					require.NoError(t, f.Add(key(next), next))
+					next++
+				}
+			}
+			var once sync.Once
+			m.snapshot = func() (*engine.Snapshot, error) {
+				if c.beforeSnapshot {
+					once.Do(overflow)
+					return f.Snapshot()
+				}
+				snap, err := f.Snapshot()
+				once.Do(overflow)
+				return snap, err
+			}
+			s.Restart() // Redis loses its copy: the next change finds out
+			require.NoError(t, f.Add(key(0), 0))
+			require.NoError(t, m.Flush(ctx))
+			requireSame(t, ctx, r, "overflow", f)
+			assert.Equal(t, first+c.copies, m.Stats().Recopies, "%+v", m.Stats())
+		})
+	}
+}

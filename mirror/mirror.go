@@ -78,14 +78,19 @@ type Mirror struct {
 		needCopy bool
 		// copyReason is why the next full copy is needed.
 		copyReason string
-		stats      Stats
-		acked      *sync.Cond // broadcast when stats.Acked moves
+		// abandoned is the sequence of the last change the queue gave up
+		// on when it overflowed.
+		abandoned uint64
+		stats     Stats
+		acked     *sync.Cond // broadcast when stats.Acked moves
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// snapshot is f.Snapshot; tests replace it to act just before.
+	snapshot func() (*engine.Snapshot, error)
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
 
 	// The shipper goroutine alone uses these: what the live copy in
 	// Redis is.
@@ -102,7 +107,7 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	if err != nil {
 		return nil, err
 	}
-	m := &Mirror{f: f, r: r, keys: k, opts: opts.withDefaults(),
+	m := &Mirror{f: f, r: r, keys: k, opts: opts.withDefaults(), snapshot: f.Snapshot,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	m.mu.acked = sync.NewCond(&m.mu)
 	m.mu.needCopy, m.mu.copyReason = true, "attached: what Redis holds is not known"
@@ -129,7 +134,7 @@ func (m *Mirror) enqueue(c *engine.Change) {
 	if m.mu.queue.len() >= m.opts.MaxQueue {
 		// Too far behind: a full copy will carry these changes.
 		m.mu.queue.abandon()
-		m.mu.needCopy = true
+		m.mu.needCopy, m.mu.abandoned = true, c.Seq-1
 		m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
 	}
 	m.mu.queue.push(ch)
@@ -207,17 +212,14 @@ func (m *Mirror) copyAll() error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
 	defer cancel()
 	m.mu.Lock()
-	m.mu.needCopy = false // changes from here on are queued after the snapshot
+	reason := m.mu.copyReason
 	m.mu.Unlock()
-	snap, err := m.f.Snapshot()
+	snap, err := m.snapshot()
 	if err != nil {
 		return err
 	}
 	gen, err := writeCopy(ctx, m.r, m.keys, snap, m.opts.PartBytes)
 	if err != nil {
-		m.mu.Lock()
-		m.mu.needCopy = true
-		m.mu.Unlock()
 		return err
 	}
 	m.gen, m.seq, m.subs = gen, snap.MemSeq(), snap.SubFilters()
@@ -228,9 +230,12 @@ func (m *Mirror) copyAll() error {
 		drop++
 	}
 	m.mu.queue.drop(drop)
+	// Another copy is needed only if the queue gave up on changes the copy
+	// does not hold: it may have overflowed before the snapshot, or after.
+	m.mu.needCopy = m.mu.abandoned > m.seq
 	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.stats.Recopies++
-	m.mu.stats.RecopyReason = m.mu.copyReason
+	m.mu.stats.RecopyReason = reason
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
 	m.mu.acked.Broadcast()
 	return nil
