@@ -52,6 +52,14 @@ func BenchmarkFilter(b *testing.B) {
 				i++
 			}
 		})
+		b.Run(fmt.Sprintf("n=%d/presence=%v/Freeze", n, c.presence), func(b *testing.B) {
+			b.ReportAllocs()
+			frozen := make([]byte, FrozenBytes(f.geometry))
+			b.SetBytes(int64(len(frozen)))
+			for b.Loop() {
+				f.Freeze(frozen)
+			}
+		})
 		b.Run(fmt.Sprintf("n=%d/presence=%v/IncrementDecrement", n, c.presence), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0

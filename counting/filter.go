@@ -430,15 +430,27 @@ func (f *Filter) StalePresence() (blocks uint64) {
 // blockPresence is the presence bits of a block's counters.
 func blockPresence(words *[wordsPerBlock]uint64) (presence [2]uint64) {
 	for i := range words {
-		w := atomic.LoadUint64(&words[i])
-		for n := range uint(16) {
-			if w>>nibbleShift(n)&MaxCounter != 0 {
-				c := uint(i)<<4 | n
-				presence[c>>6] |= presenceBit(c)
-			}
-		}
+		// Counter word i's sixteen bits are bytes 2(i%4) and 2(i%4)+1 of
+		// presence word i/4, its first eight counters in the first byte.
+		frozen := frozenBits(atomic.LoadUint64(&words[i]))
+		presence[i/4] |= uint64(bits.ReverseBytes16(frozen)) << (16 * (i % 4))
 	}
 	return presence
+}
+
+// frozenBits is one bit for each counter of counter word w, set if the
+// counter is non-zero: counter c's at bit 15-c, the order of the frozen form
+// (and of the presence bits) read as a big-endian uint16.
+func frozenBits(w uint64) uint16 {
+	// Gather the low bit of each nibble's flag: bit p for the nibble at 4p.
+	x := nonZero(w)
+	x = (x | x>>3) & 0x0303030303030303
+	x = (x | x>>6) & 0x000f000f000f000f
+	x = (x | x>>12) & 0x000000ff000000ff
+	x = (x | x>>24) & 0xffff
+	// The nibble at 4p holds counter p^1 (nibbleShift): swap neighbours.
+	x = (x&0x5555)<<1 | (x>>1)&0x5555
+	return bits.Reverse16(uint16(x))
 }
 
 func (f *Filter) presenceOf(block uint64) *[2]uint64 {

@@ -378,7 +378,9 @@ func TestShapeAnswersAsTheFilter(t *testing.T) {
 // in the order of the frozen form.
 func TestPresenceBitsFollowTheCounters(t *testing.T) {
 	g := Geometry{Blocks: 16, K: 9}
-	f, _ := newTestFilter(t, g, true)
+	f, region := newTestFilter(t, g, true)
+	counters, err := New(region, nil, g, 42) // the same counters, frozen from them
+	require.NoError(t, err)
 	h := NewHasher(3)
 	frozen := make([]byte, FrozenBytes(g))
 	presence := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f.presence))), PresenceBytes(g))
@@ -397,7 +399,7 @@ func TestPresenceBitsFollowTheCounters(t *testing.T) {
 			f.Increment(&p)
 			held[i]++
 		}
-		f.Freeze(frozen)
+		counters.Freeze(frozen)
 		require.Equal(t, frozen, presence, "step %d", step)
 	}
 	require.Zero(t, f.StalePresence())
@@ -438,4 +440,28 @@ func TestRebuildPresence(t *testing.T) {
 	counters, _ := newTestFilter(t, g, false)
 	counters.RebuildPresenceOf(0, 64) // no presence bits: nothing to do
 	assert.Zero(t, counters.StalePresence())
+}
+
+// frozenBits agrees with reading the sixteen counters one at a time, for
+// every counter alone at every value and for random words.
+func TestFrozenBits(t *testing.T) {
+	oneByOne := func(w uint64) (want uint16) {
+		for c := range uint(16) {
+			if w>>nibbleShift(c)&MaxCounter != 0 {
+				want |= 1 << (15 - c)
+			}
+		}
+		return want
+	}
+	for c := range uint(16) {
+		for v := range uint64(MaxCounter + 1) {
+			w := v << nibbleShift(c)
+			require.Equal(t, oneByOne(w), frozenBits(w), "counter %d at %d", c, v)
+		}
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 100_000 {
+		w := rng.Uint64() & rng.Uint64() & rng.Uint64() // many zero nibbles
+		require.Equal(t, oneByOne(w), frozenBits(w), "%#x", w)
+	}
 }

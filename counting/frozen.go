@@ -1,6 +1,7 @@
 package counting
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 )
@@ -11,17 +12,18 @@ func FrozenBytes(g Geometry) uint64 { return g.Counters() / 8 }
 
 // Freeze writes the filter's frozen form into dst, which must be
 // FrozenBytes long: bit i is set when counter i is non-zero. Bit i is in byte
-// i/8, most significant bit first (the order of Redis GETBIT).
+// i/8, most significant bit first (the order of Redis GETBIT). The presence
+// bits are laid out so, and outside a change in flight they agree with the
+// counters: a filter that keeps them copies them, a quarter of the bytes.
 func (f *Filter) Freeze(dst []byte) {
-	for i := range f.words {
-		w := atomic.LoadUint64(&f.words[i])
-		var bits uint16
-		for c := range uint(16) {
-			if w>>nibbleShift(c)&MaxCounter != 0 {
-				bits |= 1 << (15 - c)
-			}
+	if f.presence != nil {
+		for i := range f.presence {
+			binary.LittleEndian.PutUint64(dst[8*i:], atomic.LoadUint64(&f.presence[i]))
 		}
-		dst[2*i], dst[2*i+1] = byte(bits>>8), byte(bits)
+		return
+	}
+	for i := range f.words {
+		binary.BigEndian.PutUint16(dst[2*i:], frozenBits(atomic.LoadUint64(&f.words[i])))
 	}
 }
 
