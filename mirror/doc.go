@@ -23,11 +23,13 @@
 // applies a batch only if Redis's sequence is the one the batch follows, so
 // a resent batch is never applied twice and none is skipped. Changes carry
 // the new bytes of the counters they wrote, so sticky saturation holds in
-// Redis as in the file. When Redis lost its copy, fell behind the queue's
-// bound, or holds another copy, the mirror writes a full copy under a new
-// generation and switches to it in one script: checkers, which read through
-// a script that checks the generation, see the old copy or the new, never a
-// mix.
+// Redis as in the file; as a batch is applied whole, only the last bytes of
+// a block and the last tallies of a sub-filter within it are sent. When
+// Redis lost its copy, fell behind the queue's bound, or holds another copy,
+// the mirror writes a full copy under a new generation and switches to it in
+// one script: checkers, which read through a script that checks the
+// generation, see the old copy or the new, never a mix. A copy is written
+// again only if the queue gave up on a change the copy does not hold.
 //
 // # Concurrency
 //

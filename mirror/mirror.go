@@ -86,7 +86,8 @@ type Mirror struct {
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
-	// snapshot is f.Snapshot; tests replace it to act just before.
+	// snapshot is f.Snapshot; tests replace it to change the filter just
+	// before or after a copy's snapshot.
 	snapshot func() (*engine.Snapshot, error)
 	wake     chan struct{}
 	stop     chan struct{}
