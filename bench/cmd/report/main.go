@@ -4,7 +4,8 @@
 // and missed, the machine, and a chart of lookup time against filter size.
 //
 //	go run ./cmd/report            # short mode, under five minutes on two cores
-//	go run ./cmd/report -full      # 64M filters filled to 64M keys, for releases
+//	go run ./cmd/report -full -out RESULTS-full.md -chart results-full.svg
+//	                               # 64M filters filled to 64M keys, for releases
 package main
 
 import (
