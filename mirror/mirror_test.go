@@ -226,6 +226,25 @@ func testRestore(t *testing.T, r Redis) {
 	defer h.Close()
 	assert.True(t, h.Config().CountersOnly)
 	assert.Zero(t, h.Stats().PresenceBytes)
+
+	// RestoreAs chooses the layout: the lean copy gains presence bits, the
+	// other loses them, and both answer as their filters do.
+	for _, c := range []struct {
+		name         string
+		from         *engine.Filter
+		countersOnly bool
+	}{{"lean", lean, false}, {"restore", f, true}} {
+		g, err := RestoreAs(ctx, r, c.name, filepath.Join(t.TempDir(), c.name+"-as.tb"), c.countersOnly, nil)
+		require.NoError(t, err)
+		defer g.Close()
+		assert.Equal(t, c.countersOnly, g.Config().CountersOnly, c.name)
+		assert.Equal(t, c.countersOnly, g.Stats().PresenceBytes == 0, c.name)
+		for i := range uint64(5_000) {
+			require.Equal(t, c.from.Contains(key(i)), g.Contains(key(i)), "%s: key %d", c.name, i)
+		}
+		require.NoError(t, g.Close())
+		require.NoError(t, engine.Verify(g.Path()))
+	}
 }
 
 // A user, a password and TLS work, and the credentials appear in no error.

@@ -75,13 +75,29 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 // engine.ErrExists if path exists, and leaves no file if Redis answers
 // anything wrong.
 func Restore(ctx context.Context, r Redis, name, path string, opts *engine.Options) (*engine.Filter, error) {
+	return restore(ctx, r, name, func(export io.Reader) (*engine.Filter, error) {
+		return engine.Import(path, export, opts)
+	})
+}
+
+// RestoreAs is Restore into a file that keeps presence bits, or counters
+// only if countersOnly, whatever the filter the copy came from kept (see
+// engine.ImportAs).
+func RestoreAs(ctx context.Context, r Redis, name, path string, countersOnly bool, opts *engine.Options) (*engine.Filter, error) {
+	return restore(ctx, r, name, func(export io.Reader) (*engine.Filter, error) {
+		return engine.ImportAs(path, export, countersOnly, opts)
+	})
+}
+
+// restore pulls the copy and hands it to importer as an export stream.
+func restore(ctx context.Context, r Redis, name string, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
 	snap, err := Pull(ctx, r, name)
 	if err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(snap.Export(pw)) }()
-	f, err := engine.Import(path, pr, opts)
+	f, err := importer(pr)
 	pr.Close()
 	return f, err
 }

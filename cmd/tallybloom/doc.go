@@ -11,7 +11,7 @@
 //	tallybloom import IN FILE [--presence-bits | --counters-only]
 //	tallybloom demo [DIR]
 //	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
-//	tallybloom mirror pull FILE --redis URL --name NAME [--cluster]
+//	tallybloom mirror pull FILE --redis URL --name NAME [--cluster] [--presence-bits | --counters-only]
 //	tallybloom check --redis URL --name NAME [-q] [--json] [--rollup] [KEY ...]
 //
 // Exit codes: 0 when all is well, 1 when the answer is "no" (a key absent,

@@ -75,8 +75,30 @@ cookie or a config value.`,
 	return cmd
 }
 
+// layoutFlags are --presence-bits and --counters-only, for the commands
+// that make a file from a copy of a filter.
+type layoutFlags struct{ presenceBits, countersOnly bool }
+
+func (l *layoutFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&l.presenceBits, "presence-bits", false, "keep presence bits, whatever the copy's filter kept")
+	cmd.Flags().BoolVar(&l.countersOnly, "counters-only", false, "keep counters only, whatever the copy's filter kept")
+	cmd.MarkFlagsMutuallyExclusive("presence-bits", "counters-only")
+}
+
+// chosen reports whether either flag was given.
+func (l *layoutFlags) chosen() bool { return l.presenceBits || l.countersOnly }
+
+// layoutText says what a new file's room holds.
+func layoutText(s engine.Stats) string {
+	text := fmt.Sprintf("%s of counters", bytesText(s.CounterBytes))
+	if s.PresenceBytes > 0 {
+		text += fmt.Sprintf(", %s of presence bits", bytesText(s.PresenceBytes))
+	}
+	return text
+}
+
 func importCommand() *cobra.Command {
-	var countersOnly, presenceBits bool
+	var layout layoutFlags
 	cmd := &cobra.Command{
 		Use:   "import IN FILE",
 		Short: "Create a filter file from an export",
@@ -93,8 +115,8 @@ importing it the other way changes its layout (see create).`,
 			defer closeIn()
 			p := newProgress(cmd.ErrOrStderr(), "import", size)
 			var f *engine.Filter
-			if countersOnly || presenceBits {
-				f, err = engine.ImportAs(args[1], p.reader(in), countersOnly, nil)
+			if layout.chosen() {
+				f, err = engine.ImportAs(args[1], p.reader(in), layout.countersOnly, nil)
 			} else {
 				f, err = engine.Import(args[1], p.reader(in), nil)
 			}
@@ -106,16 +128,10 @@ importing it the other way changes its layout (see create).`,
 			if err := f.Close(); err != nil {
 				return err
 			}
-			layout := fmt.Sprintf("%s of counters", bytesText(s.CounterBytes))
-			if s.PresenceBytes > 0 {
-				layout += fmt.Sprintf(", %s of presence bits", bytesText(s.PresenceBytes))
-			}
-			p.summary("imported %d keys in %d sub-filters (%s)", s.Count, len(s.SubFilters), layout)
+			p.summary("imported %d keys in %d sub-filters (%s)", s.Count, len(s.SubFilters), layoutText(s))
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&presenceBits, "presence-bits", false, "keep presence bits, whatever the export kept")
-	cmd.Flags().BoolVar(&countersOnly, "counters-only", false, "keep counters only, whatever the export kept")
-	cmd.MarkFlagsMutuallyExclusive("presence-bits", "counters-only")
+	layout.register(cmd)
 	return cmd
 }

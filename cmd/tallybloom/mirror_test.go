@@ -52,10 +52,20 @@ func TestMirrorCommands(t *testing.T) {
 			out, errOut, code = tallybloom(t, append([]string{"mirror", "pull", pulled}, remote...)...)
 			require.Equal(t, 0, code, errOut)
 			assert.Contains(t, out, "500 keys in 3 sub-filters")
+			assert.Contains(t, out, "of presence bits", "as the filter pushed")
 			again, _, _ := tallybloom(t, append([]string{"check", pulled}, probes...)...)
 			assert.Equal(t, local, again)
 			_, _, code = tallybloom(t, "verify", pulled)
 			assert.Equal(t, 0, code)
+
+			lean := filepath.Join(t.TempDir(), "lean.tb")
+			out, errOut, code = tallybloom(t, append([]string{"mirror", "pull", lean, "--counters-only"}, remote...)...)
+			require.Equal(t, 0, code, errOut)
+			assert.NotContains(t, out, "presence bits", "counters only, as asked")
+			stats, _, _ := tallybloom(t, "stats", "--json", lean)
+			assert.Contains(t, stats, `"counters_only": true`)
+			again, _, _ = tallybloom(t, append([]string{"check", lean}, probes...)...)
+			assert.Equal(t, local, again)
 		})
 	}
 }

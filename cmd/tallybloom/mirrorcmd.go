@@ -128,11 +128,15 @@ file ships its changes one by one instead (mirror.Attach).`,
 
 func mirrorPullCommand() *cobra.Command {
 	var remote redisFlags
+	var layout layoutFlags
 	cmd := &cobra.Command{
 		Use:   "pull FILE --redis URL --name NAME",
 		Short: "Create a filter file from its copy in Redis",
-		Long:  `Create FILE from the copy named NAME in Redis: byte-identical counters, same parameters, directory and sequence.`,
-		Args:  exactArgs(1),
+		Long: `Create FILE from the copy named NAME in Redis: byte-identical counters, same
+parameters, directory and sequence. FILE keeps presence bits or not as the
+filter the copy came from did, unless --presence-bits or --counters-only
+says otherwise.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()
 			if err != nil {
@@ -140,7 +144,12 @@ func mirrorPullCommand() *cobra.Command {
 			}
 			defer client.Close()
 			start := time.Now()
-			f, err := mirror.Restore(cmd.Context(), client, remote.name, args[0], nil)
+			var f *engine.Filter
+			if layout.chosen() {
+				f, err = mirror.RestoreAs(cmd.Context(), client, remote.name, args[0], layout.countersOnly, nil)
+			} else {
+				f, err = mirror.Restore(cmd.Context(), client, remote.name, args[0], nil)
+			}
 			if errors.Is(err, mirror.ErrNotMirrored) {
 				return fmt.Errorf("%w: %q on %s", err, remote.name, mirror.Redact(remote.url))
 			}
@@ -151,11 +160,12 @@ func mirrorPullCommand() *cobra.Command {
 			if err := f.Close(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pulled %q into %s: %d keys in %d sub-filters at sequence %d, in %s\n",
-				remote.name, args[0], s.Count, len(s.SubFilters), s.MemSeq, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "pulled %q into %s: %d keys in %d sub-filters at sequence %d (%s), in %s\n",
+				remote.name, args[0], s.Count, len(s.SubFilters), s.MemSeq, layoutText(s), time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
 	remote.register(cmd, true)
+	layout.register(cmd)
 	return cmd
 }
