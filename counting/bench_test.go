@@ -41,7 +41,7 @@ func BenchmarkFilter(b *testing.B) {
 	for _, c := range []struct {
 		n        uint64
 		presence bool
-	}{{1_000_000, true}, {1_000_000, false}} {
+	}{{20_000, true}, {20_000, false}, {1_000_000, true}, {1_000_000, false}} { // in the cache, and not
 		n := c.n
 		f, h, keys := benchFilter(b, n, c.presence)
 		b.Run(fmt.Sprintf("n=%d/presence=%v/Contains", n, c.presence), func(b *testing.B) {

@@ -378,11 +378,9 @@ func (f *Filter) markPresent(p *Probe) {
 func clearPresence(presence *[2]uint64, was [2]uint64, gone *[wordsPerBlock]uint64) {
 	var clear [2]uint64
 	for i, flags := range gone {
-		for ; flags != 0; flags &= flags - 1 {
-			// Invert nibbleShift: the counter whose low bit this is.
-			c := uint(i)<<4 | uint(bits.TrailingZeros64(flags))>>2 ^ 1
-			clear[c>>6] |= presenceBit(c)
-		}
+		// As in blockPresence: word i's bits are bytes 2(i%4), 2(i%4)+1
+		// of presence word i/4.
+		clear[i/4] |= uint64(bits.ReverseBytes16(gatherFlags(flags))) << (16 * (i % 4))
 	}
 	atomic.StoreUint64(&presence[0], was[0]&^clear[0])
 	atomic.StoreUint64(&presence[1], was[1]&^clear[1])
@@ -441,9 +439,13 @@ func blockPresence(words *[wordsPerBlock]uint64) (presence [2]uint64) {
 // frozenBits is one bit for each counter of counter word w, set if the
 // counter is non-zero: counter c's at bit 15-c, the order of the frozen form
 // (and of the presence bits) read as a big-endian uint16.
-func frozenBits(w uint64) uint16 {
+func frozenBits(w uint64) uint16 { return gatherFlags(nonZero(w)) }
+
+// gatherFlags turns flags, the low bit of each nibble of a counter word
+// (as nonZero gives them), into frozenBits' order.
+func gatherFlags(flags uint64) uint16 {
 	// Gather the low bit of each nibble's flag: bit p for the nibble at 4p.
-	x := nonZero(w)
+	x := flags
 	x = (x | x>>3) & 0x0303030303030303
 	x = (x | x>>6) & 0x000f000f000f000f
 	x = (x | x>>12) & 0x000000ff000000ff
