@@ -378,9 +378,7 @@ func (f *Filter) markPresent(p *Probe) {
 func clearPresence(presence *[2]uint64, was [2]uint64, gone *[wordsPerBlock]uint64) {
 	var clear [2]uint64
 	for i, flags := range gone {
-		// As in blockPresence: word i's bits are bytes 2(i%4), 2(i%4)+1
-		// of presence word i/4.
-		clear[i/4] |= uint64(bits.ReverseBytes16(gatherFlags(flags))) << (16 * (i % 4))
+		addWordBits(&clear, i, gatherFlags(flags))
 	}
 	atomic.StoreUint64(&presence[0], was[0]&^clear[0])
 	atomic.StoreUint64(&presence[1], was[1]&^clear[1])
@@ -428,12 +426,16 @@ func (f *Filter) StalePresence() (blocks uint64) {
 // blockPresence is the presence bits of a block's counters.
 func blockPresence(words *[wordsPerBlock]uint64) (presence [2]uint64) {
 	for i := range words {
-		// Counter word i's sixteen bits are bytes 2(i%4) and 2(i%4)+1 of
-		// presence word i/4, its first eight counters in the first byte.
-		frozen := frozenBits(atomic.LoadUint64(&words[i]))
-		presence[i/4] |= uint64(bits.ReverseBytes16(frozen)) << (16 * (i % 4))
+		addWordBits(&presence, i, frozenBits(atomic.LoadUint64(&words[i])))
 	}
 	return presence
+}
+
+// addWordBits sets in presence the bits of counter word i of a block, given
+// in frozenBits' order: they are bytes 2(i%4) and 2(i%4)+1 of presence word
+// i/4, the word's first eight counters in the first byte.
+func addWordBits(presence *[2]uint64, i int, frozen uint16) {
+	presence[i/4] |= uint64(bits.ReverseBytes16(frozen)) << (16 * (i % 4))
 }
 
 // frozenBits is one bit for each counter of counter word w, set if the

@@ -8,11 +8,12 @@ import "fmt"
 // check reads every counter.
 const invariantsMaxBytes = 128 << 10
 
-// checkInvariants checks, after every change and before it commits, that each sub-filter's tallies
-// agree with its counters: the non-zero counters are counted exactly, and
-// while nothing saturates the counters sum to k times the count; and that
-// its presence bits agree with its counters. It reads
-// every counter, so it runs only on filters of at most invariantsMaxBytes.
+// checkInvariants checks, after every change and before it commits, that
+// each sub-filter's tallies agree with its counters: the non-zero counters
+// are counted exactly, and while nothing saturates the counters sum to k
+// times the count; and that its presence bits agree with its counters. It
+// reads every counter, so it runs only on filters of at most
+// invariantsMaxBytes.
 func checkInvariants(f *Filter) {
 	var total uint64
 	for _, sub := range f.chain.SubFilters() {
