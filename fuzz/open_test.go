@@ -62,7 +62,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(damaged)
 	}
 	f.Fuzz(func(t *testing.T, file []byte) {
-		path := filepath.Join(t.TempDir(), "f.tb")
+		path := filepath.Join(memDir(t), "f.tb")
 		require.NoError(t, os.WriteFile(path, file, 0o644))
 		for _, readOnly := range []bool{true, false} {
 			flt, err := engine.Open(path, &engine.Options{ReadOnly: readOnly, BootID: fixedBoot})

@@ -21,7 +21,7 @@ func FuzzOperations(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 9, 3, 0, 6, 0, 0, 3, 7, 0, 1, 3})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 0, 1, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		path := filepath.Join(t.TempDir(), "f.tb")
+		path := filepath.Join(memDir(t), "f.tb")
 		flt, err := engine.Create(path, engine.Config{Capacity: 4, ErrorRate: 0.001, Growth: 1, Seed: 2}, nil)
 		require.NoError(t, err)
 		defer func() { flt.Close() }()
