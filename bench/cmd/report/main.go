@@ -294,7 +294,7 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nAt 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page: at 64M, nearly every add of a short run, %.0f ns fixed and %.0f with counters only against bits-and-blooms' %.0f into its new heap (AddUntouched below). With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
+	fmt.Fprintf(&b, "\nAt 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
 		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
 	fmt.Fprintf(&b, "\n## Everything else\n\n| benchmark | ns/op | allocs/op | other |\n| --- | --- | --- | --- |\n")
 	names := make([]string, 0, len(r))
