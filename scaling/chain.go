@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"fmt"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -235,7 +236,7 @@ func (c *Chain) DropBefore(id uint64) []*SubFilter {
 func (c *Chain) open(firstID uint64) (*SubFilter, error) {
 	subs := c.current.Load().subs
 	if len(subs) == MaxSubFilters {
-		return nil, ErrChainFull
+		return nil, fmt.Errorf("%w: it holds %d sub-filters, the most it can; retire old ones with DropBefore", ErrChainFull, MaxSubFilters)
 	}
 	var held uint64
 	for _, s := range subs {
