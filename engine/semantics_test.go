@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
 )
 
@@ -201,6 +202,40 @@ func TestDropBeforeGivesDiskSpaceBack(t *testing.T) {
 		_, nonZero, _ := sub.Filter().Tally()
 		assert.Equal(t, sub.NonZero(), nonZero, "level %d starts from zeros", sub.Level)
 	}
+}
+
+// A chain that holds all the sub-filters it can refuses an add that needs
+// another, whole and with a sentinel that says what to do, and takes adds
+// again once DropBefore has made room.
+func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 2, ErrorRate: 0.01, Growth: 1, Seed: 3})
+	next := fillChain(t, f, scaling.MaxSubFilters, 0)
+	before := f.Stats()
+	require.Len(t, before.SubFilters, scaling.MaxSubFilters)
+
+	err := f.Add(key(next), next)
+	require.ErrorIs(t, err, ErrChainFull)
+	assert.Contains(t, err.Error(), "retire old ones with DropBefore")
+	_, err = f.TestAndAdd(key(next), next)
+	require.ErrorIs(t, err, ErrChainFull)
+	err = f.AddBatch([][]byte{key(next)}, []uint64{next})
+	require.ErrorIs(t, err, ErrChainFull)
+	after := f.Stats()
+	assert.Equal(t, before.MemSeq, after.MemSeq, "a refused add commits nothing")
+	assert.Equal(t, before.SubFilters, after.SubFilters)
+
+	// An id a sub-filter already owns still goes in, past its capacity.
+	owned := before.SubFilters[3].FirstID
+	require.NoError(t, f.Add(key(next), owned))
+	assert.True(t, f.Contains(key(next)))
+
+	n, err := f.DropBefore(before.SubFilters[1].FirstID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, f.Add(key(next+1), next+1))
+	assert.Len(t, f.Stats().SubFilters, scaling.MaxSubFilters)
+	require.NoError(t, f.Close())
+	require.NoError(t, Verify(f.Path()))
 }
 
 func TestCloseThenOpenGivesIdenticalAnswers(t *testing.T) {
