@@ -193,10 +193,10 @@ func BenchmarkAdd(b *testing.B) {
 }
 
 // BenchmarkAddUntouched adds keys to an empty filter built for the larger
-// size, so that nearly every add is the first store into its page: what a
-// new filter's adds cost until its pages are touched. Into a file each such
-// store faults its page in; with LargePages the page is 2 MiB, allocated and
-// zeroed whole, which is left out.
+// size, where early in a run nearly every add is the first store into its
+// page: what a new filter's adds cost until its pages are touched. Into a
+// file each such store faults its page in; with LargePages the page is
+// 2 MiB, allocated and zeroed whole, which is left out.
 func BenchmarkAddUntouched(b *testing.B) {
 	keys := Keys(probeKeys, 7)
 	s := sizes(b)[len(sizes(b))-1]
