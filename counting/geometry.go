@@ -3,6 +3,7 @@ package counting
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // The block shape is part of the file format and of the Redis copy; it never
@@ -104,7 +105,7 @@ func (g Geometry) FalsePositiveRate(n uint64) float64 {
 	if g.Flat {
 		return flatFalsePositiveRate(n, g.Counters(), g.K)
 	}
-	return newLoadModel(g.K).falsePositiveRate(float64(n) / float64(g.Blocks))
+	return loadModelOf(g.K).falsePositiveRate(float64(n) / float64(g.Blocks))
 }
 
 // flatFalsePositiveRate is exact for n keys each setting k distinct counters
@@ -150,7 +151,7 @@ func Plan(capacity uint64, errorRate float64) (Geometry, error) {
 	var best Geometry
 	worse := 0
 	for k := 1; k <= MaxK; k++ {
-		load := newLoadModel(k).maxLoad(errorRate)
+		load := loadModelOf(k).maxLoad(errorRate)
 		if load <= 0 {
 			continue
 		}
@@ -203,6 +204,20 @@ type loadModel struct {
 	k       int
 	perLoad [maxLoad + 1]float64
 }
+
+// loadModels builds the model of each k the first time it is asked for and
+// keeps it: a model depends on k alone, and building one takes about a
+// third of a millisecond, which Plan would otherwise pay for a dozen k each
+// time a sub-filter opens.
+var loadModels = func() (models [MaxK + 1]func() *loadModel) {
+	for k := range models {
+		models[k] = sync.OnceValue(func() *loadModel { return newLoadModel(k) })
+	}
+	return models
+}()
+
+// loadModelOf is the model of k, 1..MaxK.
+func loadModelOf(k int) *loadModel { return loadModels[k]() }
 
 // newLoadModel runs the Markov chain over the number of covered counters of a
 // block as keys arrive: a key covering x new counters when c are covered
@@ -263,14 +278,16 @@ func (m *loadModel) falsePositiveRate(lambda float64) float64 {
 	if lambda <= 0 {
 		return 0
 	}
-	logLambda := math.Log(lambda)
+	// The Poisson weights by their recurrence, p(j+1) = p(j) lambda/(j+1):
+	// one exponential a call, where Plan's search makes thousands of calls.
+	// exp(-lambda) underflows only past a mean of about 700 keys a block,
+	// where the loads the model tracks weigh less than 1e-60.
+	p := math.Exp(-lambda)
 	var rate, mass float64
-	logP := -lambda
 	for j := 0; j <= maxLoad; j++ {
-		p := math.Exp(logP)
 		rate += p * m.perLoad[j]
 		mass += p
-		logP += logLambda - math.Log(float64(j+1))
+		p *= lambda / float64(j+1)
 	}
 	// Loads past the model count as certain false positives.
 	return min(rate+max(0, 1-mass), 1)

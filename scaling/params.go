@@ -67,8 +67,9 @@ func (p Params) LevelErrorRate(level int) float64 {
 	return p.ErrorRate * (1 - p.Tightening) * math.Pow(p.Tightening, float64(level))
 }
 
-// Level plans the sub-filter at level. Planning costs milliseconds: it is
-// done once, when the sub-filter opens, and its result is persisted.
+// Level plans the sub-filter at level. Planning takes about a third of a
+// millisecond: it is done once, when the sub-filter opens, and its result
+// is persisted.
 func (p Params) Level(level int) (Level, error) {
 	if level < 0 || level >= MaxSubFilters {
 		return Level{}, fmt.Errorf("%w: level %d", ErrInvalidParams, level)
