@@ -92,10 +92,13 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 		}
 		// Keep a few commands queued so the child is always busy, and kill
 		// it at a random moment after its first answer (past its start and
-		// the sync that marks the file dirty).
-		var deadline time.Time
+		// the sync that marks the file dirty). The kill comes from a timer,
+		// not from the loop that reads answers: that loop wakes as the child
+		// finishes a command, so a kill from it lands between commands more
+		// often.
+		var killAt <-chan time.Time
 		acked := 0
-		for deadline.IsZero() || time.Now().Before(deadline) {
+		for killed := false; !killed; {
 			for len(sent)-acked < 4 {
 				cmd := next()
 				sent = append(sent, cmd)
@@ -105,10 +108,11 @@ func TestProcessCrashWithRealKills(t *testing.T) {
 			case reply := <-c.replies:
 				acked++
 				seq = applyAck(t, m, &held, sent[acked-1], reply, seq)
-				if deadline.IsZero() {
-					deadline = time.Now().Add(time.Duration(rng.IntN(10_000)) * time.Microsecond)
+				if killAt == nil {
+					killAt = time.After(time.Duration(rng.IntN(10_000)) * time.Microsecond)
 				}
-			case <-time.After(time.Millisecond):
+			case <-killAt:
+				killed = true
 			}
 		}
 		c.kill()
