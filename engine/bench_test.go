@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/tallybloom/tallybloom/scaling"
 )
 
 // emptyBenchFilter is an empty filter built for capacity keys at 1%, the
@@ -326,6 +328,45 @@ func BenchmarkDropBefore(b *testing.B) {
 				b.StartTimer()
 				if n, err := f.DropBefore(f.Stats().SubFilters[1].FirstID); err != nil || n != 1 {
 					b.Fatal(n, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAddOpeningSubFilter measures an Add that opens a sub-filter (of
+// capacity 1, so that every add with a new id opens one): at a level the
+// chain plans for the first time, as a new process does, and at a level
+// planned before, as a long-lived one that retires old sub-filters does.
+func BenchmarkAddOpeningSubFilter(b *testing.B) {
+	create := func(b *testing.B) *Filter {
+		f, err := Create(tempPath(b), Config{Capacity: 1, ErrorRate: 0.01, Growth: 1, Seed: 1}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return f
+	}
+	for _, planned := range []bool{false, true} {
+		b.Run(map[bool]string{false: "new-level", true: "planned-level"}[planned], func(b *testing.B) {
+			f := create(b)
+			defer func() { f.Close() }()
+			id := uint64(1)
+			for b.Loop() {
+				if len(f.chain.SubFilters()) == scaling.MaxSubFilters {
+					b.StopTimer()
+					if planned {
+						if _, err := f.DropBefore(id - 1); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						f.Close()
+						f = create(b)
+					}
+					b.StartTimer()
+				}
+				id++
+				if err := f.Add(key(id), id); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
