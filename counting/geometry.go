@@ -289,8 +289,27 @@ func (m *loadModel) falsePositiveRate(lambda float64) float64 {
 		mass += p
 		p *= lambda / float64(j+1)
 	}
-	// Loads past the model count as certain false positives.
-	return min(rate+max(0, 1-mass), 1)
+	return min(rate+tailWeight(p, lambda, mass), 1)
+}
+
+// tailWeight is the weight of the loads past the model, which count as
+// certain false positives, given p, the weight of load maxLoad+1, and mass,
+// the weight of the loads up to maxLoad. Where 1 - mass is near the
+// rounding of mass, about 1e-16, it says nothing, and the tail's own
+// weights are summed instead: a rate planned for 1e-15 or less is then
+// what it says, not rounding noise.
+func tailWeight(p, lambda, mass float64) float64 {
+	if tail := 1 - mass; tail > 1e-9 {
+		return tail
+	}
+	// The tail is this light only for a mean well below maxLoad, where the
+	// weights past it fall by a factor of lambda/(j+1) < 1 a load.
+	var tail float64
+	for j := maxLoad + 1; p > 0x1p-30*tail; j++ {
+		tail += p
+		p *= lambda / float64(j+1)
+	}
+	return tail
 }
 
 // maxLoad is the largest mean load whose rate is at most errorRate.

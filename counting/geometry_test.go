@@ -10,16 +10,26 @@ import (
 
 // poissonAverage is the model's rate at mean load lambda computed the long
 // way: each Poisson weight from its own logarithm, exp(-lambda + j
-// ln(lambda) - ln(j!)).
+// ln(lambda) - ln(j!)), and the loads past the model weighed one by one too
+// where 1 - mass would be rounding.
 func poissonAverage(m *loadModel, lambda float64) float64 {
+	weight := func(j int) float64 {
+		lgamma, _ := math.Lgamma(float64(j + 1))
+		return math.Exp(-lambda + float64(j)*math.Log(lambda) - lgamma)
+	}
 	var rate, mass float64
 	for j := 0; j <= maxLoad; j++ {
-		lgamma, _ := math.Lgamma(float64(j + 1))
-		p := math.Exp(-lambda + float64(j)*math.Log(lambda) - lgamma)
-		rate += p * m.perLoad[j]
-		mass += p
+		rate += weight(j) * m.perLoad[j]
+		mass += weight(j)
 	}
-	return min(rate+max(0, 1-mass), 1)
+	tail := 1 - mass
+	if tail < 1e-6 {
+		tail = 0
+		for j := maxLoad + 1; j < 4*maxLoad; j++ {
+			tail += weight(j)
+		}
+	}
+	return min(rate+tail, 1)
 }
 
 func TestFalsePositiveRateIsThePoissonAverage(t *testing.T) {
@@ -27,14 +37,25 @@ func TestFalsePositiveRateIsThePoissonAverage(t *testing.T) {
 		m := loadModelOf(k)
 		for lambda := 0.05; lambda < 2000; lambda *= 1.3 {
 			want, got := poissonAverage(m, lambda), m.falsePositiveRate(lambda)
-			// Below about 1e-12 both carry the rounding of 1 - mass, some
-			// 1e-16, and agree only to that.
-			assert.InDelta(t, want, got, max(want*1e-9, 1e-15), "k=%d, lambda=%g", k, lambda)
+			assert.InDelta(t, want, got, want*1e-9, "k=%d, lambda=%g", k, lambda)
 		}
 	}
 	assert.Zero(t, loadModelOf(7).falsePositiveRate(0))
 	// Far past the loads the model tracks, every lookup is a false positive.
 	assert.Equal(t, 1.0, loadModelOf(7).falsePositiveRate(5000))
+}
+
+// Targets far below the rounding of 1 - mass, about 1e-16, as the deep
+// levels of a chain built for 1e-12 have, are met, and by the smallest
+// geometry.
+func TestPlanMeetsTinyRates(t *testing.T) {
+	for _, rate := range []float64{1e-12, 1e-15, 1e-16, 1e-18} {
+		g, err := Plan(1000, rate)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, g.FalsePositiveRate(1000), rate, "%g: %+v", rate, g)
+		smaller := Geometry{Blocks: g.Blocks - 1, K: g.K}
+		assert.Greater(t, smaller.FalsePositiveRate(1000), rate, "%g: %+v", rate, g)
+	}
 }
 
 // Opening a sub-filter plans it under the writer's lock, so Plan must not
