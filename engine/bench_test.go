@@ -339,9 +339,13 @@ func BenchmarkDropBefore(b *testing.B) {
 // chain plans for the first time, as a new process does, and at a level
 // planned before, as a long-lived one that retires old sub-filters does.
 func BenchmarkAddOpeningSubFilter(b *testing.B) {
+	// create makes a filter whose one sub-filter is full, holding id 1.
 	create := func(b *testing.B) *Filter {
 		f, err := Create(tempPath(b), Config{Capacity: 1, ErrorRate: 0.01, Growth: 1, Seed: 1}, nil)
 		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Add(key(0), 1); err != nil {
 			b.Fatal(err)
 		}
 		return f
