@@ -108,10 +108,14 @@ func (g Geometry) FalsePositiveRate(n uint64) float64 {
 	return loadModelOf(g.K).falsePositiveRate(float64(n) / float64(g.Blocks))
 }
 
-// flatFalsePositiveRate is exact for n keys each setting k distinct counters
-// of m chosen uniformly: by inclusion-exclusion over the probe's counters,
-// sum over i of (-1)^i C(k,i) q_i^n, where q_i = C(m-i,k)/C(m,k) is the chance
-// that one key misses i given counters.
+// flatFalsePositiveRate is the chance that a probe's k distinct counters
+// are all covered once n keys have each set k distinct counters of m,
+// chosen uniformly. By inclusion-exclusion over the probe's counters it is
+// the sum over i of (-1)^i C(k,i) q_i^n, where q_i = C(m-i,k)/C(m,k) is the
+// chance that one key misses i given counters. That sum's terms reach
+// C(k,k/2) and cancel down to the rate, so where the rate is small the sum
+// is mostly rounding (near 1e-15 it is off by ten times or more, either
+// way), and coveredRate gives it instead.
 func flatFalsePositiveRate(n, m uint64, k int) float64 {
 	var rate float64
 	choose := 1.0 // C(k, i)
@@ -131,7 +135,61 @@ func flatFalsePositiveRate(n, m uint64, k int) float64 {
 		rate += term
 		choose = choose * float64(k-i) / float64(i+1)
 	}
+	if rate < flatCancellation && n <= maxCoveredKeys {
+		return coveredRate(n, m, k)
+	}
 	return min(max(rate, 0), 1)
+}
+
+// Below flatCancellation the inclusion-exclusion sum has lost too much to
+// rounding. A rate that small needs few keys in at most 1024 counters (some
+// 20 with k = 8, none with k = 1), so coveredRate, whose cost grows with the
+// square of the keys, is only asked for a few; maxCoveredKeys bounds it.
+const (
+	flatCancellation = 1e-6
+	maxCoveredKeys   = 256
+)
+
+// coveredRate is flatFalsePositiveRate by following how many counters are
+// covered as the n keys arrive, as newLoadModel does for a block: a key
+// covers x new ones when c are covered with chance C(m-c,x) C(c,k-x) /
+// C(m,k), and a probe is covered with chance C(c,k) / C(m,k). Every term is
+// positive, so the rate keeps its precision however small it is.
+func coveredRate(n, m uint64, k int) float64 {
+	logFactorial := make([]float64, m+1)
+	for i := 1; i <= int(m); i++ {
+		logFactorial[i] = logFactorial[i-1] + math.Log(float64(i))
+	}
+	logChoose := func(a, b int) float64 { return logFactorial[a] - logFactorial[b] - logFactorial[a-b] }
+	total := logChoose(int(m), k)
+	top := int(min(m, n*uint64(k))) // the most counters n keys cover
+	step := make([][]float64, top+1)
+	for c := range step {
+		step[c] = make([]float64, k+1)
+		for x := 0; x <= k && c+x <= top; x++ {
+			if x <= int(m)-c && k-x <= c {
+				step[c][x] = math.Exp(logChoose(int(m)-c, x) + logChoose(c, k-x) - total)
+			}
+		}
+	}
+	dist, next := make([]float64, top+1), make([]float64, top+1)
+	dist[0] = 1
+	for range n {
+		clear(next)
+		for c, p := range dist {
+			for x, q := range step[c] {
+				if q != 0 {
+					next[c+x] += p * q
+				}
+			}
+		}
+		dist, next = next, dist
+	}
+	var rate float64
+	for c := k; c <= top; c++ {
+		rate += dist[c] * math.Exp(logChoose(c, k)-total)
+	}
+	return rate
 }
 
 // Plan returns the smallest geometry whose false-positive rate stays at or

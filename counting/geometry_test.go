@@ -2,6 +2,7 @@ package counting
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,6 +46,44 @@ func TestFalsePositiveRateIsThePoissonAverage(t *testing.T) {
 	assert.Equal(t, 1.0, loadModelOf(7).falsePositiveRate(5000))
 }
 
+// flatExact is flatFalsePositiveRate's inclusion-exclusion sum in exact
+// rationals, where nothing cancels to rounding.
+func flatExact(n, m uint64, k int) float64 {
+	rate := new(big.Rat)
+	choose := big.NewRat(1, 1) // C(k, i)
+	for i := 0; i <= k; i++ {
+		q := big.NewRat(1, 1) // C(m-i, k) / C(m, k)
+		for j := range k {
+			if m <= uint64(i+j) {
+				q.SetInt64(0)
+				break
+			}
+			q.Mul(q, big.NewRat(int64(m)-int64(i+j), int64(m)-int64(j)))
+		}
+		term := new(big.Rat).Mul(choose, new(big.Rat).SetInt(new(big.Int).Exp(q.Num(), big.NewInt(int64(n)), nil)))
+		term.Quo(term, new(big.Rat).SetInt(new(big.Int).Exp(q.Denom(), big.NewInt(int64(n)), nil)))
+		if i%2 == 1 {
+			term.Neg(term)
+		}
+		rate.Add(rate, term)
+		choose.Mul(choose, big.NewRat(int64(k-i), int64(i+1)))
+	}
+	f, _ := rate.Float64()
+	return f
+}
+
+func TestFlatRateMatchesExactRationals(t *testing.T) {
+	for _, m := range []uint64{128, 512, 1024} {
+		for _, k := range []int{1, 3, 6, MaxFlatK} {
+			for _, n := range []uint64{1, 2, 3, 5, 10, 20, 40} {
+				// Above flatCancellation the sum keeps about eight digits.
+				want := flatExact(n, m, k)
+				assert.InDelta(t, want, flatFalsePositiveRate(n, m, k), want*1e-7, "n=%d m=%d k=%d", n, m, k)
+			}
+		}
+	}
+}
+
 // Targets far below the rounding of 1 - mass, about 1e-16, as the deep
 // levels of a chain built for 1e-12 have, are met, and by the smallest
 // geometry.
@@ -55,6 +94,14 @@ func TestPlanMeetsTinyRates(t *testing.T) {
 		assert.LessOrEqual(t, g.FalsePositiveRate(1000), rate, "%g: %+v", rate, g)
 		smaller := Geometry{Blocks: g.Blocks - 1, K: g.K}
 		assert.Greater(t, smaller.FalsePositiveRate(1000), rate, "%g: %+v", rate, g)
+		// A key or two fit a flat geometry, whose rate the rationals give.
+		for _, capacity := range []uint64{1, 2} {
+			g, err := Plan(capacity, rate)
+			require.NoError(t, err)
+			if g.Flat {
+				assert.LessOrEqual(t, flatExact(capacity, g.Counters(), g.K), rate, "%g: %+v", rate, g)
+			}
+		}
 	}
 }
 
