@@ -69,16 +69,17 @@ func (g Geometry) Counters() uint64 { return g.Blocks * CountersPerBlock }
 // EstimatedKeys estimates the distinct keys held from the number of
 // non-zero counters. Blocks receive Poisson loads, so the expected zero
 // fraction is exp(-n k / m) as for a classic filter, and
-// n = -(m/k) ln(zero fraction).
+// n = -(m/k) ln(zero fraction). With every counter non-zero that has no
+// finite value: the counters say only that more keys are held than it
+// gives with one counter left zero. The estimate then takes half a zero
+// counter, (m/k) ln(2m), which is finite, so that Stats prints and
+// encodes as JSON.
 func (g Geometry) EstimatedKeys(nonZero uint64) float64 {
 	m := float64(g.Counters())
 	if nonZero == 0 || g.K == 0 {
 		return 0
 	}
-	zero := m - float64(nonZero)
-	if zero <= 0 {
-		return math.Inf(1)
-	}
+	zero := max(m-float64(nonZero), 0.5)
 	return -m / float64(g.K) * math.Log(zero/m)
 }
 

@@ -116,3 +116,15 @@ func TestPlanReusesLoadModels(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Zero(t, allocs)
 }
+
+// With every counter non-zero the estimate is the most the counters can
+// tell, finite, not an infinity that Stats could not encode as JSON.
+func TestEstimatedKeysOfAFullRegion(t *testing.T) {
+	g := Geometry{Blocks: 4, K: 7}
+	m := g.Counters()
+	full := g.EstimatedKeys(m)
+	assert.False(t, math.IsInf(full, 0) || math.IsNaN(full), "%v", full)
+	assert.Greater(t, full, g.EstimatedKeys(m-1))
+	assert.InDelta(t, float64(m)/7*math.Log(2*float64(m)), full, 1e-9)
+	assert.Zero(t, g.EstimatedKeys(0))
+}

@@ -251,6 +251,38 @@ func TestStatsJSON(t *testing.T) {
 	assert.Contains(t, out, "3..")
 }
 
+// A filter overfilled until every counter is non-zero still has stats, in
+// text and in JSON, which cannot encode an infinite estimate.
+func TestStatsOfASaturatedFilter(t *testing.T) {
+	path := newFile(t, "--capacity", "1", "--error-rate", "0.5", "--fixed")
+	keys := make([]string, 3000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("key-", i)
+	}
+	_, _, code := tallybloomIn(t, strings.Join(keys, "\n"), "add", "--id", "1", path)
+	require.Equal(t, 0, code)
+
+	out, errOut, code := tallybloom(t, "stats", "--json", path)
+	require.Equal(t, 0, code, errOut)
+	var s struct {
+		EstimatedKeys float64 `json:"estimated_keys"`
+		SubFilters    []struct {
+			Bytes         uint64  `json:"bytes"`
+			EstimatedKeys float64 `json:"estimated_keys"`
+		} `json:"sub_filters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	// 3000 keys in 128 counters leave none of them zero.
+	require.Len(t, s.SubFilters, 1)
+	require.Equal(t, uint64(64), s.SubFilters[0].Bytes)
+	assert.Positive(t, s.EstimatedKeys)
+	assert.Equal(t, s.EstimatedKeys, s.SubFilters[0].EstimatedKeys)
+
+	out, _, code = tallybloom(t, "stats", path)
+	require.Equal(t, 0, code)
+	assert.NotContains(t, out, "Inf")
+}
+
 func TestExportImport(t *testing.T) {
 	path := newFile(t, "--capacity", "100", "--error-rate", "0.01", "--growth", "1")
 	keys := make([]string, 400)
