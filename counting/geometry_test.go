@@ -1,6 +1,7 @@
 package counting
 
 import (
+	"errors"
 	"math"
 	"math/big"
 	"testing"
@@ -127,4 +128,24 @@ func TestEstimatedKeysOfAFullRegion(t *testing.T) {
 	assert.Greater(t, full, g.EstimatedKeys(m-1))
 	assert.InDelta(t, float64(m)/7*math.Log(2*float64(m)), full, 1e-9)
 	assert.Zero(t, g.EstimatedKeys(0))
+}
+
+// FuzzPlan holds Plan to its contract for any capacity and rate: a
+// geometry that is valid and meets the rate at the capacity, or an error
+// that says which limit was passed.
+func FuzzPlan(f *testing.F) {
+	f.Add(uint64(1_000_000), 0.01)
+	f.Add(uint64(1), 1e-15)
+	f.Add(uint64(20), 1e-9)
+	f.Add(uint64(1000), 1e-18)
+	f.Add(uint64(1<<60), 1e-9)
+	f.Fuzz(func(t *testing.T, capacity uint64, rate float64) {
+		g, err := Plan(capacity, rate)
+		if err != nil {
+			require.True(t, errors.Is(err, ErrInvalidGeometry) || errors.Is(err, ErrTooLarge), "%v", err)
+			return
+		}
+		require.NoError(t, g.Validate())
+		require.LessOrEqual(t, g.FalsePositiveRate(capacity), rate, "%+v", g)
+	})
 }
