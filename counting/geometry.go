@@ -151,33 +151,61 @@ const (
 	maxCoveredKeys   = 256
 )
 
-// coveredRate is flatFalsePositiveRate by following how many counters are
-// covered as the n keys arrive, as newLoadModel does for a block: a key
-// covers x new ones when c are covered with chance C(m-c,x) C(c,k-x) /
-// C(m,k), and a probe is covered with chance C(c,k) / C(m,k). Every term is
-// positive, so the rate keeps its precision however small it is.
+// coveredRate is flatFalsePositiveRate by following how many of the m
+// counters the n keys cover, whose terms are all positive.
 func coveredRate(n, m uint64, k int) float64 {
+	var rate float64
+	coverage(int(m), k, int(n), func(j int, r float64) {
+		if j == int(n) {
+			rate = r
+		}
+	})
+	return rate
+}
+
+// coverage follows how many of m counters are covered as keys arrive, each
+// setting k distinct counters chosen uniformly: a key covers x new ones when
+// c are covered with the hypergeometric chance C(m-c,x) C(c,k-x) / C(m,k).
+// After each j = 0..keys keys it calls visit with the chance that a probe's
+// k counters are all covered, C(c,k) / C(m,k) averaged over c. Every term
+// is positive, so a small chance keeps its precision.
+func coverage(m, k, keys int, visit func(j int, rate float64)) {
 	logFactorial := make([]float64, m+1)
-	for i := 1; i <= int(m); i++ {
+	for i := 1; i <= m; i++ {
 		logFactorial[i] = logFactorial[i-1] + math.Log(float64(i))
 	}
 	logChoose := func(a, b int) float64 { return logFactorial[a] - logFactorial[b] - logFactorial[a-b] }
-	total := logChoose(int(m), k)
-	top := int(min(m, n*uint64(k))) // the most counters n keys cover
-	step := make([][]float64, top+1)
+	total := logChoose(m, k)
+	top := min(m, keys*k)            // the most counters the keys cover
+	step := make([][]float64, top+1) // step[c][x]: the chance of x new when c are covered
+	hit := make([]float64, top+1)
 	for c := range step {
 		step[c] = make([]float64, k+1)
 		for x := 0; x <= k && c+x <= top; x++ {
-			if x <= int(m)-c && k-x <= c {
-				step[c][x] = math.Exp(logChoose(int(m)-c, x) + logChoose(c, k-x) - total)
+			if x <= m-c && k-x <= c {
+				step[c][x] = math.Exp(logChoose(m-c, x) + logChoose(c, k-x) - total)
 			}
+		}
+		if c >= k {
+			hit[c] = math.Exp(logChoose(c, k) - total)
 		}
 	}
 	dist, next := make([]float64, top+1), make([]float64, top+1)
 	dist[0] = 1
-	for range n {
+	for j := 0; ; j++ {
+		var rate float64
+		for c, p := range dist {
+			rate += p * hit[c]
+		}
+		visit(j, rate)
+		if j == keys {
+			return
+		}
 		clear(next)
 		for c, p := range dist {
+			if p == 0 {
+				continue
+			}
 			for x, q := range step[c] {
 				if q != 0 {
 					next[c+x] += p * q
@@ -186,11 +214,6 @@ func coveredRate(n, m uint64, k int) float64 {
 		}
 		dist, next = next, dist
 	}
-	var rate float64
-	for c := k; c <= top; c++ {
-		rate += dist[c] * math.Exp(logChoose(c, k)-total)
-	}
-	return rate
 }
 
 // Plan returns the smallest geometry whose false-positive rate stays at or
@@ -278,57 +301,12 @@ var loadModels = func() (models [MaxK + 1]func() *loadModel) {
 // loadModelOf is the model of k, 1..MaxK.
 func loadModelOf(k int) *loadModel { return loadModels[k]() }
 
-// newLoadModel runs the Markov chain over the number of covered counters of a
-// block as keys arrive: a key covering x new counters when c are covered
-// follows the hypergeometric law C(B-c, x) C(c, k-x) / C(B, k). A probe is a
-// false positive when all its k counters are covered: C(c, k) / C(B, k).
+// newLoadModel follows the covered counters of one block as keys arrive
+// (see coverage): a probe is a false positive when all its k counters are
+// covered.
 func newLoadModel(k int) *loadModel {
-	const b = CountersPerBlock
-	var lf [b + 1]float64
-	for i := 1; i <= b; i++ {
-		lf[i] = lf[i-1] + math.Log(float64(i))
-	}
-	logChoose := func(n, r int) float64 { return lf[n] - lf[r] - lf[n-r] }
-	total := logChoose(b, k)
-
-	// step[c][x]: probability that a key covers x new counters when c are covered.
-	step := make([][]float64, b+1)
-	for c := 0; c <= b; c++ {
-		step[c] = make([]float64, k+1)
-		for x := 0; x <= k; x++ {
-			if x <= b-c && k-x <= c {
-				step[c][x] = math.Exp(logChoose(b-c, x) + logChoose(c, k-x) - total)
-			}
-		}
-	}
-	var hit [b + 1]float64
-	for c := k; c <= b; c++ {
-		hit[c] = math.Exp(logChoose(c, k) - total)
-	}
-
 	m := &loadModel{k: k}
-	dist := make([]float64, b+1)
-	next := make([]float64, b+1)
-	dist[0] = 1
-	for j := 0; j <= maxLoad; j++ {
-		var rate float64
-		for c, p := range dist {
-			rate += p * hit[c]
-		}
-		m.perLoad[j] = min(rate, 1)
-		clear(next)
-		for c, p := range dist {
-			if p == 0 {
-				continue
-			}
-			for x, q := range step[c] {
-				if q != 0 {
-					next[c+x] += p * q
-				}
-			}
-		}
-		dist, next = next, dist
-	}
+	coverage(CountersPerBlock, k, maxLoad, func(j int, rate float64) { m.perLoad[j] = min(rate, 1) })
 	return m
 }
 
