@@ -3,13 +3,21 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tallybloom/tallybloom/scaling"
+	"github.com/tallybloom/tallybloom/seqno"
 )
 
 // Verify checks the filter file at path end to end: the header's checksums
 // and fields, the directory, a change left in flight, and for every
 // sub-filter that its tallies agree with its counters: the non-zero counters
 // are counted exactly and, while no counter is saturated, the counters sum to
-// k times the count; and that its presence bits agree with its counters. It reads every counter, so its cost grows with the file.
+// k times the count; that its presence bits agree with its counters; and
+// that the bytes docs/FORMAT.md keeps zero in the header and in each region's
+// padding are zero. It reads every counter, so its cost grows with the file.
+// Room between regions is not read: a writer killed before it gave a retired
+// region back leaves the region's bytes there, and the next writer's Open
+// gives them back.
 //
 // Verify opens the file read-only and takes no lock; run it on a file no
 // writer is changing. It returns nil, or an error that errors.Is ErrCorrupt
@@ -37,10 +45,16 @@ func (f *Filter) verify() []string {
 		return append(problems, fmt.Sprintf("change %d was in flight when its writer stopped: open the file for writing once to undo it, then verify again", f.journal.MemSeq()+1))
 	}
 	for slot := range 2 {
-		if _, valid, err := decodeDirectory(f.directorySlot(slot), 1<<62, f.config.presence()); valid && err != nil {
+		d, valid, err := decodeDirectory(f.directorySlot(slot), 1<<62, f.config.presence())
+		if valid && err != nil {
 			problems = append(problems, fmt.Sprintf("directory slot %d is damaged: %v", slot, err))
 		}
+		if valid {
+			problems = appendNonZero(problems, fmt.Sprintf("directory slot %d, past its entries,", slot),
+				f.directorySlot(slot)[dirEntries+len(d.entries)*entrySize:])
+		}
 	}
+	problems = f.appendHeaderNonZero(problems)
 	for i, sub := range f.chain.SubFilters() {
 		name := fmt.Sprintf("sub-filter %d (level %d, ids from %d)", i, sub.Level, sub.FirstID)
 		sum, nonZero, saturated := sub.Filter().Tally()
@@ -58,6 +72,41 @@ func (f *Filter) verify() []string {
 		}
 		if sub.Count() == 0 && nonZero > saturated {
 			problems = append(problems, fmt.Sprintf("%s: holds no key but %d counters below 15 are non-zero", name, nonZero-saturated))
+		}
+		sp := spaceOf(sub)
+		problems = appendNonZero(problems, name+": the padding after its counters and presence bits",
+			sp.region.Bytes()[len(sp.counters)+len(sp.presence):])
+	}
+	return problems
+}
+
+// appendHeaderNonZero checks the room of page 0 that the format keeps zero:
+// between its areas, the journal's padding and each level's unused tally.
+func (f *Filter) appendHeaderNonZero(problems []string) []string {
+	between := [][2]int{
+		{sbCRC + 4, offState},
+		{offState + seqno.StateSize, offDirSeq},
+		{offDirSeq + 8, offJournal},
+		{offJournal + seqno.JournalSize, offTallies},
+	}
+	for _, r := range between {
+		problems = appendNonZero(problems, fmt.Sprintf("page 0, bytes %d..%d,", r[0], r[1]-1), f.page0[r[0]:r[1]])
+	}
+	problems = appendNonZero(problems, "the journal's padding", f.journal.Padding())
+	for level := range scaling.MaxSubFilters {
+		tallies := f.page0[talliesOffset(level):][:scaling.MetaSize]
+		problems = appendNonZero(problems, fmt.Sprintf("the tallies of level %d, past their fields,", level), tallies[scaling.MetaUsed:])
+	}
+	return problems
+}
+
+// appendNonZero reports room the format keeps zero that is not. Nothing the
+// engine reads depends on it, so Open accepts such a file; but only damage,
+// or a program other than tallybloom, writes there.
+func appendNonZero(problems []string, where string, room []byte) []string {
+	for i, b := range room {
+		if b != 0 {
+			return append(problems, fmt.Sprintf("%s which the format keeps zero, has %#02x at byte %d: the file was damaged or written by another program; the filter's answers do not depend on these bytes, but check the disk and the programs that write the file", where, b, i))
 		}
 	}
 	return problems

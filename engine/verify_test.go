@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/scaling"
+	"github.com/tallybloom/tallybloom/seqno"
 )
 
 func TestVerifyPassesOnAGoodFile(t *testing.T) {
@@ -84,6 +86,28 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Contains(t, err.Error(), "open the file for writing once to undo it")
 	})
+	zeroRoom := []struct {
+		name  string
+		at    uint64
+		where string
+	}{
+		{"the superblock's padding", sbCRC + 4, "page 0, bytes 76..255"},
+		{"room between the state and the directory sequence", offState + seqno.StateSize + 3, "page 0, bytes 292..511"},
+		{"room after the journal", offJournal + seqno.JournalSize, "page 0, bytes 1824..2047"},
+		{"the journal's padding", offJournal + 40, "the journal's padding"},
+		{"an unused tally field", uint64(talliesOffset(7) + scaling.MetaUsed + 2), "the tallies of level 7"},
+		{"a directory slot past its entries", offDirectory + PageSize - 1, "directory slot 0, past its entries"},
+		{"a region's padding", offset + regionBytes(sub.Geometry, true) - 1, "sub-filter 1 (level 1, ids from"},
+	}
+	for _, z := range zeroRoom {
+		t.Run(z.name, func(t *testing.T) {
+			err := damage(t, func(b []byte) { b[z.at] = 0x5a })
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), z.where)
+			assert.Contains(t, err.Error(), "which the format keeps zero, has 0x5a")
+			assert.Contains(t, err.Error(), "1 problem(s)")
+		})
+	}
 	t.Run("a damaged header", func(t *testing.T) {
 		assert.ErrorIs(t, damage(t, func(b []byte) { b[sbSeed] ^= 1 }), ErrCorrupt)
 	})

@@ -46,6 +46,9 @@ const (
 	talliesCount   = 0
 	talliesMaxID   = 8
 	talliesNonZero = 16
+	// MetaUsed is how many of the tallies' bytes are in use; the rest of
+	// MetaSize is zero.
+	MetaUsed = 24
 	// MetaSize is the size of one sub-filter's tallies.
 	MetaSize = 32
 )

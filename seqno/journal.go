@@ -97,6 +97,10 @@ func (j *Journal) Reset(seq uint64) {
 	atomic.StoreUint64(j.memSeq, seq)
 }
 
+// Padding is the journal's room that the format keeps zero: the rest of the
+// memory sequence's cache line.
+func (j *Journal) Padding() []byte { return j.region[journalMemSeq+8 : undoOffset] }
+
 // Begin starts the undo record of the next change.
 func (j *Journal) Begin() { j.spans = 0 }
 

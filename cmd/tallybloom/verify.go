@@ -14,7 +14,8 @@ func verifyCommand() *cobra.Command {
 		Use:   "verify FILE",
 		Short: "Check a filter file end to end",
 		Long: `Check a filter file end to end: header checksums, the directory, a change
-left in flight, and that each sub-filter's counts agree with its counters.
+left in flight, that each sub-filter's counts and presence bits agree with
+its counters, and that the bytes the format keeps zero are zero.
 Exits 0 when the file is whole, 1 when it is a damaged filter (saying what
 is wrong and what to do), 2 when it cannot be checked (missing, not a
 filter).`,
