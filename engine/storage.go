@@ -163,7 +163,6 @@ func (f *Filter) freeOffset(size uint64) uint64 {
 		}
 	}
 	return free[len(free)-1][0] // the last gap runs to the end of the address space
-
 }
 
 // gaps are the ranges of [HeaderBytes, end) that none of spaces uses,
