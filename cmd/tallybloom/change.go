@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 	"unsafe"
@@ -66,6 +67,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 	}
 	p := newProgress(cmd.ErrOrStderr(), verb, size)
+	before := f.Stats()
 	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
 	err = eachKey(keys, p.reader(in), opts, func(k keyItem) error {
 		if !opts.withIDs {
@@ -79,6 +81,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 	if flushErr := batch.flush(); flushErr != nil {
 		err = flushErr
 	}
+	after := f.Stats()
 	closeErr := f.Close()
 	if err != nil {
 		return fmt.Errorf("%w (the keys before it were %sed and kept)", err, map[string]string{"add": "add", "remove": "remov"}[verb])
@@ -87,10 +90,11 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		return closeErr
 	}
 	if verb == "add" {
-		p.summary("added %d keys (%d new)", p.keys, batch.fresh)
+		p.summary("added %s (%d new)", counted(p.keys, "key"), batch.fresh)
+		warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
 		return nil
 	}
-	p.summary("removed %d keys (%d not found)", p.keys-batch.notFound, batch.notFound)
+	p.summary("removed %s (%d not found)", counted(p.keys-batch.notFound, "key"), batch.notFound)
 	if batch.notFound > 0 {
 		return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", batch.notFound, p.keys)}
 	}
@@ -170,4 +174,33 @@ func (c *changer) flush() error {
 	}
 	c.items = c.items[:0]
 	return err
+}
+
+// warnOverfilled tells of each sub-filter this run added keys to past its
+// capacity, whose false-positive rate is then above what it was built for:
+// nothing else would say so until someone reads stats. id is the id of
+// every key, unless withIDs.
+func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs bool) {
+	counts := map[int]uint64{}
+	for _, sub := range before.SubFilters {
+		counts[sub.Level] = sub.Count
+	}
+	warned := false
+	for _, sub := range after.SubFilters {
+		if !sub.Overfilled || sub.Count <= counts[sub.Level] {
+			continue
+		}
+		fmt.Fprintf(w, "warning: the sub-filter of ids from %d holds %d keys, %.0f%% of the %d it was built for: its false-positive rate is about %.2g, where it was built for %.2g\n",
+			sub.FirstID, sub.Count, 100*float64(sub.Count)/float64(sub.Capacity), sub.Capacity, sub.ExpectedFalsePositiveRate(), sub.ErrorRate)
+		warned = true
+	}
+	switch {
+	case !warned:
+	case after.Config.Fixed:
+		fmt.Fprintln(w, "  a fixed filter never grows: make one with a larger --capacity")
+	case !withIDs:
+		fmt.Fprintf(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and every key had id %d (--id is the current second unless given): give keys growing ids with --with-ids\n", id)
+	default:
+		fmt.Fprintln(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and a key with an older id goes to the sub-filter that owns it: give keys growing ids")
+	}
 }

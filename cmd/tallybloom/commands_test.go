@@ -92,7 +92,7 @@ func TestAddCheckRemove(t *testing.T) {
 
 	_, errOut, code = tallybloom(t, "remove", path, "--id", "5", "alpha")
 	assert.Equal(t, 0, code, errOut)
-	assert.Contains(t, errOut, "removed 1 keys (0 not found)")
+	assert.Contains(t, errOut, "removed 1 key (0 not found)")
 	out, _, _ = tallybloom(t, "check", path, "alpha")
 	assert.Equal(t, "present\talpha\n", out, "alpha was added twice, with ids 5 and 6")
 	_, _, code = tallybloom(t, "remove", path, "--id", "6", "alpha")
@@ -110,7 +110,7 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	out, _, code := tallybloom(t, "drop-before", path, "20")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "dropped 1 sub-filter(s); 2 left, the oldest from id 20\n", out)
+	assert.Equal(t, "dropped 1 sub-filter; 2 left, the oldest from id 20\n", out)
 	out, _, _ = tallybloom(t, "check", path, "a", "c", "e")
 	assert.Equal(t, "absent\ta\npresent\tc\npresent\te\n", out)
 
@@ -128,6 +128,53 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	_, errOut, code = tallybloom(t, "add", path, "--id", "5", "--with-ids")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "none of the others can be")
+}
+
+// keysIn is n lines of keys named from prefix, each with id if withIDs is
+// false, else with ids from id up.
+func keysIn(prefix string, n int, id uint64, withIDs bool) string {
+	var in strings.Builder
+	for i := range n {
+		if withIDs {
+			fmt.Fprintf(&in, "%d\t", id+uint64(i))
+		}
+		fmt.Fprintf(&in, "%s%d\n", prefix, i)
+	}
+	return in.String()
+}
+
+// An add that overfills a sub-filter raises its false-positive rate above
+// what the filter was built for; add says so, and why it happened.
+func TestAddWarnsOfOverfilling(t *testing.T) {
+	path := newFile(t, "--capacity", "100", "--error-rate", "0.01")
+	_, errOut, code := tallybloomIn(t, keysIn("a", 100, 7, false), "add", "--id", "7", path)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "warning", "full, not overfilled")
+
+	_, errOut, code = tallybloomIn(t, keysIn("b", 150, 7, false), "add", "--id", "7", path)
+	require.Equal(t, 0, code, errOut, "a warning, not a failure")
+	assert.Contains(t, errOut, "added 150 keys")
+	assert.Regexp(t, `warning: the sub-filter of ids from 0 holds 250 keys, 250% of the 100 it was built for: its false-positive rate is about 0\.\d+, where it was built for 0\.001\n`, errOut)
+	assert.Contains(t, errOut, "every key had id 7 (--id is the current second unless given): give keys growing ids with --with-ids")
+
+	// Growing ids open new sub-filters and leave the overfilled one alone.
+	_, errOut, code = tallybloomIn(t, keysIn("c", 400, 8, true), "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "warning")
+	// An older id goes to the sub-filter that owns it, overfilled or not.
+	_, errOut, code = tallybloom(t, "add", "--id", "7", path, "late")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "the sub-filter of ids from 0 holds 251 keys")
+	_, errOut, code = tallybloomIn(t, "7\tlater\n", "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "a key with an older id goes to the sub-filter that owns it")
+
+	fixed := newFile(t, "--capacity", "50", "--error-rate", "0.01", "--fixed")
+	_, errOut, code = tallybloomIn(t, keysIn("d", 60, 1, true), "add", "--with-ids", fixed)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "holds 60 keys, 120% of the 50 it was built for")
+	assert.Contains(t, errOut, "where it was built for 0.01\n")
+	assert.Contains(t, errOut, "a fixed filter never grows: make one with a larger --capacity")
 }
 
 // add hands the engine a group of keys at a time; what it reports and
@@ -391,7 +438,7 @@ func TestDemo(t *testing.T) {
 		"added 280000 reports",
 		"present\thttps://WIN-PRIZE-3.example/claim?now=1\twin-prize-3.example",
 		"absent\thttps://docs.example.org/getting-started",
-		"dropped 1 sub-filter(s)",
+		"dropped 1 sub-filter:",
 		"win-prize-0.example (reported on day 1) present: false",
 		"nothing is rebuilt",
 		"state       clean",

@@ -137,8 +137,8 @@ func demo(out, errOut io.Writer, path string) error {
 		return err
 	}
 	after := f.Stats()
-	fmt.Fprintf(out, "dropped %d sub-filter(s): %d -> %d keys, %s -> %s of counters given back to the disk\n",
-		dropped, before.Count, after.Count, bytesText(before.CounterBytes), bytesText(after.CounterBytes))
+	fmt.Fprintf(out, "dropped %s: %d -> %d keys, %s -> %s of counters given back to the disk\n",
+		counted(dropped, "sub-filter"), before.Count, after.Count, bytesText(before.CounterBytes), bytesText(after.CounterBytes))
 	fmt.Fprintf(out, "win-prize-0.example (reported on day 1) present: %v\n", f.ContainsString("win-prize-0.example"))
 
 	step("close and reopen: the file is the filter, nothing is rebuilt")

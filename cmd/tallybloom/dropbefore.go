@@ -31,8 +31,8 @@ a sub-filter at a time. The newest sub-filter is never retired.`,
 				f.Close()
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dropped %d sub-filter(s); %d left, the oldest from id %d\n",
-				dropped, len(f.Stats().SubFilters), f.Stats().SubFilters[0].FirstID)
+			fmt.Fprintf(cmd.OutOrStdout(), "dropped %s; %d left, the oldest from id %d\n",
+				counted(dropped, "sub-filter"), len(f.Stats().SubFilters), f.Stats().SubFilters[0].FirstID)
 			return f.Close()
 		},
 	}

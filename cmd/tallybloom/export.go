@@ -128,7 +128,7 @@ importing it the other way changes its layout (see create).`,
 			if err := f.Close(); err != nil {
 				return err
 			}
-			p.summary("imported %d keys in %d sub-filters (%s)", s.Count, len(s.SubFilters), layoutText(s))
+			p.summary("imported %s in %s (%s)", counted(s.Count, "key"), counted(len(s.SubFilters), "sub-filter"), layoutText(s))
 			return nil
 		},
 	}

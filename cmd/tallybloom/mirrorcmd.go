@@ -160,8 +160,8 @@ says otherwise.`,
 			if err := f.Close(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pulled %q into %s: %d keys in %d sub-filters at sequence %d (%s), in %s\n",
-				remote.name, args[0], s.Count, len(s.SubFilters), s.MemSeq, layoutText(s), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "pulled %q into %s: %s in %s at sequence %d (%s), in %s\n",
+				remote.name, args[0], counted(s.Count, "key"), counted(len(s.SubFilters), "sub-filter"), s.MemSeq, layoutText(s), time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}

@@ -103,7 +103,7 @@ func printStatsTo(out io.Writer, s statsJSON) {
 	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
 		s.Capacity, s.ErrorRate, s.Tightening, s.Growth, s.Fixed, s.CountersOnly, s.Seed)
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
-	fmt.Fprintf(w, "counters\t%s in %d sub-filters, presence bits %s\n", bytesText(s.CounterBytes), len(s.SubFilters), bytesText(s.PresenceBytes))
+	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), counted(len(s.SubFilters), "sub-filter"), bytesText(s.PresenceBytes))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "level\tids\tcapacity\tcount\tfill\tfalse positives\tbytes")
 	for i, sub := range s.SubFilters {
