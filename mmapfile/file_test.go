@@ -89,6 +89,43 @@ func TestReleaseGivesSpaceBack(t *testing.T) {
 	assert.Equal(t, int64(size), sz, "release keeps the size")
 }
 
+// Where fallocate is missing (platforms other than Linux, file systems
+// without it), room is reserved and released by writing zeros.
+func TestReserveAndReleaseByWriting(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, growByWriting(f, 0, 4096))
+	head, err := f.Map(0, 4096)
+	require.NoError(t, err)
+	defer head.Unmap()
+	head.Bytes()[100] = 0xab
+
+	// Reserving a range that starts inside the file keeps its bytes.
+	const size = 3<<20 + 4096 // more than one chunk of zeros
+	require.NoError(t, growByWriting(f, 0, size))
+	sz, err := f.Size()
+	require.NoError(t, err)
+	assert.Equal(t, int64(size), sz)
+	assert.Equal(t, byte(0xab), head.Bytes()[100], "bytes already in the file stay")
+	require.NoError(t, growByWriting(f, 4096, 4096))
+	sz, err = f.Size()
+	require.NoError(t, err)
+	assert.Equal(t, int64(size), sz, "a range inside the file reserves nothing more")
+
+	r, err := f.Map(0, size)
+	require.NoError(t, err)
+	defer r.Unmap()
+	for i := range r.Bytes() {
+		r.Bytes()[i] = 0xff
+	}
+	require.NoError(t, zeroRange(f, 4096, size-2*4096))
+	b := r.Bytes()
+	assert.Equal(t, byte(0xff), b[4095], "before the range")
+	assert.Equal(t, byte(0xff), b[size-4096], "after the range")
+	for _, at := range []int{4096, 1 << 20, 1<<20 + 4096, 2 << 20, size - 4097} {
+		assert.Equal(t, byte(0), b[at], "cleared, as the mapping sees it, at %d", at)
+	}
+}
+
 func TestSecondLockIsRefused(t *testing.T) {
 	f := openTemp(t)
 	require.NoError(t, f.Lock())
