@@ -9,6 +9,7 @@
 //
 //	{N}:meta            hash: format, gen, seq, config, part, dir, t:<level>
 //	{N}:g<gen>:l<L>:p<P> part P of the counters of the sub-filter at level L
+//	{N}:pending         the copy being written: its gen, part size, directory
 //
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below
@@ -29,7 +30,10 @@
 // the mirror writes a full copy under a new generation and switches to it in
 // one script: checkers, which read through a script that checks the
 // generation, see the old copy or the new, never a mix. A copy is written
-// again only if the queue gave up on a change the copy does not hold.
+// again only if the queue gave up on a change the copy does not hold. A
+// copy records its keys under pending before it writes them, and the
+// switch deletes the record; a copy that never became live is deleted by
+// the next one.
 //
 // # Concurrency
 //

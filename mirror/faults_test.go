@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -363,5 +364,107 @@ func TestOverflowDuringACopy(t *testing.T) {
 			requireSame(t, ctx, r, "overflow", f)
 			assert.Equal(t, first+c.copies, m.Stats().Recopies, "%+v", m.Stats())
 		})
+	}
+}
+
+// failingSwitch is a client whose switch to a new copy fails: the writer
+// stopped, or Redis went away, between writing a copy and making it live.
+type failingSwitch struct{ Redis }
+
+func (f failingSwitch) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == switchScript {
+		return nil, errors.New("connection lost before the switch")
+	}
+	return f.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
+
+// keysLike lists the keys matching pattern on every node.
+func keysLike(t *testing.T, raw redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var names []string
+	collect := func(ctx context.Context, c *redis.Client) error {
+		found, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
+		defer mu.Unlock()
+		names = append(names, found...)
+		return err
+	}
+	switch c := raw.(type) {
+	case *redis.ClusterClient:
+		require.NoError(t, c.ForEachMaster(ctx, collect))
+	case *redis.Client:
+		require.NoError(t, collect(ctx, c))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// copyKeys are the keys a live copy of f at gen takes, meta first.
+func copyKeys(f *engine.Filter, name string, gen uint64, partBytes uint64) []string {
+	k := keys{name}
+	names := []string{k.meta()}
+	for _, sub := range f.Stats().SubFilters {
+		for p := range parts(sub.Bytes, partBytes) {
+			names = append(names, k.part(gen, sub.Level, p))
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestInterruptedCopyLeavesNothing: a copy that never became live is
+// deleted by the next copy, whatever shape it had, so Redis ends holding
+// the live copy's keys and nothing else.
+func TestInterruptedCopyLeavesNothing(t *testing.T) {
+	t.Run("standalone", func(t *testing.T) {
+		s := redistest.StartServer(t)
+		testInterruptedCopyLeavesNothing(t, dial(t, s.URL(), false), redistest.Client(t, s))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := redistest.StartCluster(t)
+		testInterruptedCopyLeavesNothing(t, dial(t, c.URL(), true), c.ClusterClient())
+	})
+}
+
+func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx := context.Background()
+	const name = "strays"
+	chain := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 4})
+	for i := range uint64(3500) {
+		require.NoError(t, chain.Add(key(i), i))
+	}
+	require.Len(t, chain.Stats().SubFilters, 4)
+	small := newFilter(t, engine.Config{Capacity: 300, ErrorRate: 0.01, Fixed: true, Seed: 5})
+	for i := range uint64(300) {
+		require.NoError(t, small.Add(key(i), i))
+	}
+
+	// The first copy ever, stopped before its switch: nothing is live.
+	assert.Error(t, Push(ctx, chain, failingSwitch{r}, name, smallParts))
+	assert.Greater(t, len(keysLike(t, raw, "{strays}:g1:*")), len(copyKeys(small, name, 1, 4096)))
+	_, err := NewChecker(ctx, r, name)
+	assert.ErrorIs(t, err, ErrNotMirrored)
+
+	// The next copy, of another shape, takes the same generation.
+	require.NoError(t, Push(ctx, small, r, name, smallParts))
+	requireSame(t, ctx, r, name, small)
+	assert.Equal(t, copyKeys(small, name, 1, 4096), keysLike(t, raw, "{strays}*"))
+
+	// Stopped again, now beside a live copy, which stays live and whole.
+	assert.Error(t, Push(ctx, chain, failingSwitch{r}, name, smallParts))
+	requireSame(t, ctx, r, name, small)
+	require.NoError(t, Push(ctx, small, r, name, smallParts))
+	requireSame(t, ctx, r, name, small)
+	assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"))
+
+	// A record the mirror did not write deletes nothing but itself; one
+	// that names the live copy leaves it alone.
+	for _, record := range []string{"garbage", "2 4096 " + encodeDir(small.Stats().SubFilters), "9 64 [{\"level\":0,\"blocks\":1099511627776}]"} {
+		require.NoError(t, raw.Set(ctx, keys{name}.pending(), record, 0).Err())
+		require.NoError(t, discardPending(ctx, r, keys{name}))
+		requireSame(t, ctx, r, name, small)
+		assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"), "record %q", record)
 	}
 }

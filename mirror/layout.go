@@ -3,6 +3,7 @@ package mirror
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,11 @@ func newKeys(name string) (keys, error) {
 }
 
 func (k keys) meta() string { return "{" + k.name + "}:meta" }
+
+// pending names the record of a copy being written: its generation, part
+// size and directory, so that a copy that never became live (its writer
+// stopped, or Redis failed, before the switch) can be found and deleted.
+func (k keys) pending() string { return "{" + k.name + "}:pending" }
 
 func (k keys) part(gen uint64, level int, part uint64) string {
 	return fmt.Sprintf("{%s}:g%d:l%d:p%d", k.name, gen, level, part)
@@ -81,6 +87,52 @@ func encodeTallies(count, maxID, nonZero uint64) string {
 }
 
 func tallyField(level int) string { return "t:" + strconv.Itoa(level) }
+
+// maxPendingParts bounds the parts a pending record may name: more is not a
+// record the mirror wrote, and its parts are left alone.
+const maxPendingParts = 1 << 16
+
+// encodePending is the pending record of a copy of subs, written under gen
+// in parts of partBytes.
+func encodePending(gen, partBytes uint64, subs []engine.SubFilterStats) string {
+	return fmt.Sprintf("%d %d %s", gen, partBytes, encodeDir(subs))
+}
+
+// pendingParts reads a pending record and names the parts of its copy. A
+// record that does not parse, or names more than maxPendingParts, names
+// none.
+func (k keys) pendingParts(record string) (gen uint64, names []string) {
+	var partBytes uint64
+	var dirJSON string
+	if n, _ := fmt.Sscanf(record, "%d %d %s", &gen, &partBytes, &dirJSON); n != 3 || partBytes == 0 {
+		return 0, nil
+	}
+	var dir []subJSON
+	if json.Unmarshal([]byte(dirJSON), &dir) != nil {
+		return 0, nil
+	}
+	counts := make([]uint64, len(dir))
+	total := uint64(0)
+	for i, d := range dir {
+		if d.Level < 0 || d.Level >= 64 || d.Blocks > math.MaxUint64/64 {
+			return 0, nil
+		}
+		size := d.Blocks * 64
+		counts[i] = size / partBytes
+		if size%partBytes != 0 {
+			counts[i]++
+		}
+		if total += counts[i]; counts[i] > maxPendingParts || total > maxPendingParts {
+			return 0, nil
+		}
+	}
+	for i, d := range dir {
+		for p := range counts[i] {
+			names = append(names, k.part(gen, d.Level, p))
+		}
+	}
+	return gen, names
+}
 
 // decodeMeta reads HGETALL's answer. Nothing in it is trusted: every field
 // is checked, and anything else is ErrBadAnswer.

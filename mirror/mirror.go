@@ -265,6 +265,14 @@ func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, part
 		return 0, err // a foreign value under the name is refused, not overwritten
 	}
 	gen := old.gen + 1
+	if err := discardPending(ctx, r, k); err != nil {
+		return 0, err
+	}
+	// The record names what this copy writes before it writes it, so that a
+	// copy that never becomes live is deleted by the next one.
+	if _, err := r.Eval(ctx, writeScript, false, []string{k.pending()}, 0, encodePending(gen, partBytes, snap.SubFilters())); err != nil {
+		return 0, fmt.Errorf("mirror: writing a copy: %w", err)
+	}
 	const chunk = 8 << 20
 	for i, sub := range snap.SubFilters() {
 		counters := snap.Counters(i)
@@ -284,6 +292,7 @@ func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, part
 			keys = append(keys, k.part(old.gen, sub.Level, p))
 		}
 	}
+	keys = append(keys, k.pending())
 	args := []any{format, gen, snap.MemSeq(), encodeConfig(snap.Config()), partBytes, encodeDir(snap.SubFilters())}
 	for _, sub := range snap.SubFilters() {
 		args = append(args, tallyField(sub.Level), encodeTallies(sub.Count, sub.MaxID, sub.NonZero))
@@ -292,6 +301,38 @@ func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, part
 		return 0, fmt.Errorf("mirror: switching to the new copy: %w", err)
 	}
 	return gen, nil
+}
+
+// discardPending deletes a copy that was being written and never became
+// live (its writer stopped, or Redis failed, before the switch): the parts
+// its pending record names, a few at a time, then the record.
+func discardPending(ctx context.Context, r Redis, k keys) error {
+	answer, err := r.Eval(ctx, pendingScript, false, []string{k.pending()})
+	if err != nil {
+		return fmt.Errorf("mirror: reading %s: %w", k.pending(), err)
+	}
+	record, ok := answer.(string)
+	if !ok {
+		return fmt.Errorf("%w: %s is %T", ErrBadAnswer, k.pending(), answer)
+	}
+	if record == "" {
+		return nil
+	}
+	gen, names := k.pendingParts(record)
+	const batch = 1024
+	for {
+		n := min(batch, len(names))
+		last := 0
+		if n == len(names) {
+			last = 1 // the record goes with the last parts, so none is forgotten
+		}
+		if _, err := r.Eval(ctx, discardScript, false, append([]string{k.meta(), k.pending()}, names[:n]...), gen, last); err != nil {
+			return fmt.Errorf("mirror: deleting a copy that never became live: %w", err)
+		}
+		if names = names[n:]; len(names) == 0 {
+			return nil
+		}
+	}
 }
 
 // ship applies a batch of queued changes in one script.

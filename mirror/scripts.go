@@ -74,13 +74,36 @@ redis.call('HSET', meta, 'seq', to)
 return 'OK'
 `)
 
-// writeScript writes bytes into a part of a copy not yet live.
-// KEYS[1] is the part; ARGV: offset, bytes.
-var writeScript = newScript(`return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]), ARGV[2])`)
+// writeScript writes bytes into a part of a copy not yet live, or the
+// pending record. KEYS[1] is the key; ARGV: offset, bytes. At offset 0 the
+// bytes replace the key's value, so nothing of an earlier value is left past
+// their end.
+var writeScript = newScript(`
+if ARGV[1] == '0' then return redis.call('SET', KEYS[1], ARGV[2]) end
+return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]), ARGV[2])
+`)
+
+// pendingScript reads the pending record, or an empty string if there is
+// none.
+// KEYS[1] is the record.
+var pendingScript = newScript(`return redis.call('GET', KEYS[1]) or ''`)
+
+// discardScript deletes parts a pending record names, unless they are the
+// live copy's, and with the last of them the record. KEYS[1] is the meta
+// hash, KEYS[2] the record, the others the parts; ARGV: the record's
+// generation, then 1 for the last parts.
+var discardScript = newScript(`
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then
+  for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+end
+if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
+return 'OK'
+`)
 
 // switchScript makes a written copy live in one step, deleting the old
-// one. KEYS[1] is the meta hash, the others the old copy's parts. ARGV:
-// format, gen, seq, config, part, dir, then tally field and value pairs.
+// one. KEYS[1] is the meta hash, the others the old copy's parts and the
+// pending record. ARGV: format, gen, seq, config, part, dir, then tally
+// field and value pairs.
 var switchScript = newScript(`
 local meta = KEYS[1]
 for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
