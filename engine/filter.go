@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -261,6 +262,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 		} else if _, pending, _ := f.journal.Pending(); pending {
 			return nil, corrupt(path, "clean file with a change in flight")
 		}
+		f.forgetUncommittedDirectory(1-slot, memSeq)
 		atomic.StoreUint64(f.dirSeq, dir.generation)
 	}
 	ok = true
@@ -323,6 +325,18 @@ func (f *Filter) liveDirectory(memSeq uint64, fileSize int64) (directory, int, e
 		return directory{}, 0, corrupt(f.path, "no valid directory at sequence %d", memSeq)
 	}
 	return best, bestSlot, nil
+}
+
+// forgetUncommittedDirectory clears the slot if a change that never
+// committed wrote it: its generation is then above memSeq, the sequence that
+// change would have taken. The next change takes that sequence; if it writes
+// no directory, the slot would otherwise read as live from then on, and the
+// next Open would bring back the sub-filters it retired or the one it opened.
+func (f *Filter) forgetUncommittedDirectory(slot int, memSeq uint64) {
+	b := f.directorySlot(slot)
+	if d, valid, _ := decodeDirectory(b, math.MaxInt64, f.config.presence()); valid && d.generation > memSeq {
+		clear(b)
+	}
 }
 
 // directorySlot is the page of directory slot 0 or 1.

@@ -111,7 +111,9 @@ const (
 //
 // The crc32c covers the generation, the count and the used entries. The live
 // slot is the valid one with the highest generation not above the memory
-// sequence, so a slot written by a change that never committed is ignored.
+// sequence, so a slot written by a change that never committed is ignored;
+// a writer's Open clears such a slot before the next change can take the
+// sequence it names.
 const (
 	dirGeneration = 0
 	dirCount      = 8

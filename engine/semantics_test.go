@@ -596,6 +596,64 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 	}
 }
 
+// A change that wrote a directory slot and was killed before it committed
+// leaves that slot with the generation of the sequence it would have taken.
+// The next change takes that sequence; the slot must not come back to life
+// then, at the next Open.
+func TestUncommittedDirectoryNeverComesBack(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(f *Filter, next uint64)
+	}{
+		{"a retirement", func(f *Filter, next uint64) {
+			require.NotEmpty(t, f.chain.DropBefore(next))
+		}},
+		{"an opening", func(f *Filter, next uint64) {
+			require.NoError(t, f.chain.Add(f.hasher.Key(key(next)), next))
+			require.Len(t, f.chain.SubFilters(), 4, "the add opened a sub-filter")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := tempPath(t)
+			f, err := Create(path, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1}, bootOf(1))
+			require.NoError(t, err)
+			next := fillChain(t, f, 3, 0)
+			before := f.Stats()
+
+			f.mu.Lock()
+			require.NoError(t, f.beginLocked())
+			c.change(f, next)
+			f.mu.Unlock()
+			abandon(t, f)
+
+			// Reopened, the change is undone; the next add, into a
+			// sub-filter that has room, takes its sequence.
+			g, err := Open(path, bootOf(1))
+			require.NoError(t, err)
+			require.Equal(t, before.SubFilters, g.Stats().SubFilters)
+			require.NoError(t, g.Remove(key(0), 0))
+			require.NoError(t, g.Add(key(0), 0))
+			require.Equal(t, before.MemSeq+2, g.Stats().MemSeq)
+			require.NoError(t, g.Close())
+
+			h, err := Open(path, bootOf(1))
+			require.NoError(t, err)
+			defer h.Close()
+			assert.Equal(t, before.SubFilters, h.Stats().SubFilters, "the chain before the change that never committed")
+			for i := range next {
+				require.True(t, h.Contains(key(i)), "key %d", i)
+			}
+			assert.Empty(t, h.verify())
+
+			// A reader that opens meanwhile sees the same chain.
+			r, err := Open(path, &Options{ReadOnly: true})
+			require.NoError(t, err)
+			defer r.Close()
+			assert.Equal(t, before.SubFilters, r.Stats().SubFilters)
+		})
+	}
+}
+
 // A machine crash with unflushed changes: never opened as clean.
 func TestOpenAfterMachineCrash(t *testing.T) {
 	path := tempPath(t)
