@@ -242,14 +242,18 @@ func testCopyIsSeenWhole(t *testing.T, r Redis) {
 
 // TestBadAnswers: what the mirror did not write gives clear errors, never a
 // panic, never a damaged local file.
-func TestBadAnswers(t *testing.T) {
+func TestBadAnswers(t *testing.T) { eachRedisRaw(t, testBadAnswers) }
+
+// eachRedisRaw is eachRedis for tests that also reach Redis with a plain
+// client, to write what the mirror would not or to list keys.
+func eachRedisRaw(t *testing.T, test func(*testing.T, Redis, redis.UniversalClient)) {
 	t.Run("standalone", func(t *testing.T) {
 		s := redistest.StartServer(t)
-		testBadAnswers(t, dial(t, s.URL(), false), redistest.Client(t, s))
+		test(t, dial(t, s.URL(), false), redistest.Client(t, s))
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c := redistest.StartCluster(t)
-		testBadAnswers(t, dial(t, c.URL(), true), c.ClusterClient())
+		test(t, dial(t, c.URL(), true), c.ClusterClient())
 	})
 }
 
@@ -418,14 +422,7 @@ func copyKeys(f *engine.Filter, name string, gen uint64, partBytes uint64) []str
 // deleted by the next copy, whatever shape it had, so Redis ends holding
 // the live copy's keys and nothing else.
 func TestInterruptedCopyLeavesNothing(t *testing.T) {
-	t.Run("standalone", func(t *testing.T) {
-		s := redistest.StartServer(t)
-		testInterruptedCopyLeavesNothing(t, dial(t, s.URL(), false), redistest.Client(t, s))
-	})
-	t.Run("cluster", func(t *testing.T) {
-		c := redistest.StartCluster(t)
-		testInterruptedCopyLeavesNothing(t, dial(t, c.URL(), true), c.ClusterClient())
-	})
+	eachRedisRaw(t, testInterruptedCopyLeavesNothing)
 }
 
 func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.UniversalClient) {
