@@ -456,6 +456,12 @@ func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.Universal
 	requireSame(t, ctx, r, name, small)
 	assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"))
 
+	// A foreign value under the record's name is refused, not overwritten.
+	require.NoError(t, raw.RPush(ctx, keys{name}.pending(), "a list").Err())
+	assert.ErrorIs(t, Push(ctx, small, r, name, smallParts), ErrBadAnswer)
+	assert.Equal(t, "list", raw.Type(ctx, keys{name}.pending()).Val())
+	require.NoError(t, raw.Del(ctx, keys{name}.pending()).Err())
+
 	// A record the mirror did not write deletes nothing but itself; one
 	// that names the live copy leaves it alone.
 	for _, record := range []string{"garbage", "2 4096 " + encodeDir(small.Stats().SubFilters), "9 64 [{\"level\":0,\"blocks\":1099511627776}]"} {

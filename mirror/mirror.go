@@ -309,6 +309,9 @@ func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, part
 func discardPending(ctx context.Context, r Redis, k keys) error {
 	answer, err := r.Eval(ctx, pendingScript, false, []string{k.pending()})
 	if err != nil {
+		if strings.Contains(err.Error(), "WRONGTYPE") {
+			return fmt.Errorf("%w: %s is not a tallybloom mirror's: %v", ErrBadAnswer, k.pending(), err)
+		}
 		return fmt.Errorf("mirror: reading %s: %w", k.pending(), err)
 	}
 	record, ok := answer.(string)
