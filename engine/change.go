@@ -14,6 +14,18 @@ import (
 // saves and seals its undo record through store.Touch before it writes),
 // then commitLocked, or abortLocked if the operation refused.
 
+// crashSite is a point of a change where a test built with invariant
+// checks may stop it, as a kill would, to see that the next Open recovers
+// exactly (see crashPoint).
+type crashSite int
+
+const (
+	siteDirectoryWritten crashSite = iota // a directory slot is written, nothing committed
+	siteSealed                            // the undo record is sealed, counters not yet written
+	siteWritten                           // every write is done, not yet committed
+	siteCommitted                         // committed; retired room not yet given back
+)
+
 // beginLocked checks that a change may run and, before the first change
 // after a flush, marks the file dirty on disk. Once that mark is synced no
 // change can reach the disk without it, so a machine crash is always seen.
@@ -50,13 +62,16 @@ func (f *Filter) commitLocked() error {
 	// test's builds with the checks on, most of a change's time is then
 	// inside it, where a kill exercises recovery.)
 	checkInvariants(f)
+	crashPoint(f, siteWritten)
 	if !f.unjournaled {
 		if !c.sealed {
 			f.journal.Begin()
 			f.journal.Seal()
+			crashPoint(f, siteSealed)
 		}
 		f.journal.Commit()
 	}
+	crashPoint(f, siteCommitted)
 	if c.published {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
 		gen := f.journal.MemSeq()

@@ -38,6 +38,9 @@ type Filter struct {
 	// unjournaled turns the undo record and sequence bump off; only
 	// benchmarks set it, to measure what the bookkeeping costs.
 	unjournaled bool
+	// crash stops a change at a crash point in tests built with invariant
+	// checks; elsewhere it is empty.
+	crash crashHook
 
 	closed atomic.Bool
 	// seenDirSeq is the directory generation this process last loaded; a

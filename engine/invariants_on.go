@@ -4,6 +4,17 @@ package engine
 
 import "fmt"
 
+// crashHook is a test's way to stop a change at a crash point, as a kill
+// would: at runs at each point and stops the change by panicking.
+type crashHook struct{ at func(crashSite) }
+
+// crashPoint gives a test the chance to stop the change in flight at site.
+func crashPoint(f *Filter, site crashSite) {
+	if f.crash.at != nil {
+		f.crash.at(site)
+	}
+}
+
 // invariantsMaxBytes bounds the filters checked after every change: the
 // check reads every counter.
 const invariantsMaxBytes = 128 << 10

@@ -115,6 +115,7 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 	slot := 1 - f.mu.liveSlot
 	encodeDirectory(f.directorySlot(slot), d)
 	f.mu.change.published = true
+	crashPoint(f, siteDirectoryWritten)
 }
 
 // Touch saves the counters and the tallies a change will write, then seals
@@ -138,6 +139,7 @@ func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
 	f.journal.Save(areaPage0, uint64(talliesOffset(sub.Level)), sp.tallies)
 	f.journal.Seal()
 	f.mu.change.sealed = true
+	crashPoint(f, siteSealed)
 }
 
 // Undo areas: page 0 of the header, or the counters of the sub-filter at a
