@@ -57,6 +57,11 @@ var (
 
 	// ErrUnsupported: this platform cannot do what was asked.
 	ErrUnsupported = errors.New("engine: unsupported")
+
+	// ErrBusy: a filter opened read-only could not be copied (Snapshot,
+	// Export, ExportFrozen) because its writer, another process, changed it
+	// during every attempt. Nothing was written.
+	ErrBusy = errors.New("engine: filter kept changing during the copy")
 )
 
 // UncleanError is returned by Open when the machine crashed with changes made

@@ -10,6 +10,9 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/scaling"
@@ -54,8 +57,16 @@ const (
 
 // Export writes the filter as a portable stream: parameters, directory,
 // tallies and counters, without page padding, with a checksum. Import makes
-// a file of it; ReadExport loads it in memory.
+// a file of it; ReadExport loads it in memory. Opened read-only, the filter
+// is first copied as Snapshot copies it.
 func (f *Filter) Export(w io.Writer) error {
+	if f.readOnly {
+		snap, err := f.Snapshot()
+		if err != nil {
+			return err
+		}
+		return snap.Export(w)
+	}
 	return f.exporting(w, func(subs []*scaling.SubFilter, out *checksummed) {
 		info := make([]SubFilterStats, len(subs))
 		for i, sub := range subs {
@@ -105,29 +116,45 @@ func (f *Filter) exporting(w io.Writer, write func([]*scaling.SubFilter, *checks
 
 // ExportFrozen writes the filter as a frozen, read-only 1-bit Bloom filter
 // that ReadFrozen loads. It answers Contains as the filter does now, cannot
-// change, and takes a quarter of the counters' size.
+// change, and takes a quarter of the counters' size. Opened read-only, the
+// filter is first copied as Snapshot copies it.
 func (f *Filter) ExportFrozen(w io.Writer) error {
+	if f.readOnly {
+		snap, err := f.Snapshot()
+		if err != nil {
+			return err
+		}
+		out := newChecksummed(w)
+		writeFrozen(out, snap.config.Seed, snap.info, func(i int) *counting.Filter { return snap.filters[len(snap.filters)-1-i] })
+		return out.finish()
+	}
 	return f.exporting(w, func(subs []*scaling.SubFilter, out *checksummed) {
-		f.writeFrozenLocked(subs, out)
+		info := make([]SubFilterStats, len(subs))
+		for i, sub := range subs {
+			info[i] = SubFilterStats{Level: sub.Level, K: sub.Geometry.K, Blocks: sub.Geometry.Blocks, Flat: sub.Geometry.Flat}
+		}
+		writeFrozen(out, f.config.Seed, info, func(i int) *counting.Filter { return subs[i].Filter() })
 	})
 }
 
-func (f *Filter) writeFrozenLocked(subs []*scaling.SubFilter, out *checksummed) {
+// writeFrozen writes the frozen form of the sub-filters subs describes,
+// oldest first; filter(i) is sub-filter i's counting filter.
+func writeFrozen(out *checksummed, seed uint64, subs []SubFilterStats, filter func(i int) *counting.Filter) {
 	b := append([]byte(FrozenMagic), FrozenVersion)
-	b = binary.LittleEndian.AppendUint64(b, f.config.Seed)
+	b = binary.LittleEndian.AppendUint64(b, seed)
 	b = append(b, byte(len(subs)))
 	for _, sub := range subs {
-		k := byte(sub.Geometry.K)
-		if sub.Geometry.Flat {
+		k := byte(sub.K)
+		if sub.Flat {
 			k |= frozenFlat
 		}
 		b = append(b, byte(sub.Level), k)
-		b = binary.AppendUvarint(b, sub.Geometry.Blocks)
+		b = binary.AppendUvarint(b, sub.Blocks)
 	}
 	out.Write(b)
-	for _, sub := range subs {
-		bits := make([]byte, counting.FrozenBytes(sub.Geometry))
-		sub.Filter().Freeze(bits)
+	for i, sub := range subs {
+		bits := make([]byte, counting.FrozenBytes(sub.geometry()))
+		filter(i).Freeze(bits)
 		out.Write(bits)
 	}
 }
@@ -333,13 +360,20 @@ func NewSnapshot(cfg Config, memSeq uint64, subs []SubFilterStats, counters [][]
 	return s, nil
 }
 
-// Snapshot copies the filter into memory, consistent at one sequence: it
-// holds the filter's lock while it copies the counters.
+// Snapshot copies the filter into memory, consistent at one sequence. The
+// writer holds the filter's lock while it copies the counters. A filter
+// opened read-only cannot stop its writer, another process: it copies while
+// no change is in flight and keeps the copy if none committed meanwhile,
+// else tries again after a pause, pausing longer each time, for about a
+// second and a half; then it returns ErrBusy.
 func (f *Filter) Snapshot() (*Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed.Load() {
 		return nil, ErrClosed
+	}
+	if f.readOnly {
+		return f.quietSnapshotLocked()
 	}
 	subs := f.chain.SubFilters()
 	info := make([]SubFilterStats, len(subs))
@@ -349,6 +383,63 @@ func (f *Filter) Snapshot() (*Snapshot, error) {
 		counters[i] = append(make([]byte, 0, len(spaceOf(sub).counters)), spaceOf(sub).counters...)
 	}
 	return NewSnapshot(f.config, f.journal.MemSeq(), info, counters)
+}
+
+// quietAttempts and quietPause bound a read-only Snapshot's attempts: the
+// pause after attempt i is quietPause<<i, at most 100 ms.
+const (
+	quietAttempts = 20
+	quietPause    = time.Millisecond
+)
+
+// quietSnapshotLocked copies a read-only filter between two changes of its
+// writer: it reads the sequence, copies the directory live at it, the
+// tallies and the counters (a word at a time, with atomic loads, as the
+// writer stores them), and keeps the copy if no change was in flight at
+// either end and the sequence did not move.
+func (f *Filter) quietSnapshotLocked() (*Snapshot, error) {
+	for attempt := range f.quietAttempts() {
+		if attempt > 0 {
+			time.Sleep(min(quietPause<<(attempt-1), 100*time.Millisecond))
+		}
+		seq := f.journal.MemSeq()
+		if f.journal.Sealed() {
+			continue
+		}
+		if err := f.followLocked(seq); err != nil {
+			return nil, err
+		}
+		subs := f.chain.SubFilters()
+		info := make([]SubFilterStats, len(subs))
+		counters := make([][]byte, len(subs))
+		for i, sub := range subs {
+			info[i] = subFilterStats(f.config.params(), sub)
+			counters[i] = loadCounters(spaceOf(sub).counters)
+		}
+		if !f.journal.Sealed() && f.journal.MemSeq() == seq {
+			return NewSnapshot(f.config, seq, info, counters)
+		}
+	}
+	return nil, fmt.Errorf("%w: %s: its writer changed it during each of %d attempts to copy it; copy it in the writing process, or when it is quieter", ErrBusy, f.path, f.quietAttempts())
+}
+
+// quietAttempts is quietAttempts, or fewer where a test asks.
+func (f *Filter) quietAttempts() int {
+	if f.quietTries > 0 {
+		return f.quietTries
+	}
+	return quietAttempts
+}
+
+// loadCounters copies counters a writer may be changing, a word at a time
+// with atomic loads, as the writer stores them.
+func loadCounters(src []byte) []byte {
+	dst := make([]byte, len(src))
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(src))), len(src)/8)
+	for i := range words {
+		binary.LittleEndian.PutUint64(dst[8*i:], atomic.LoadUint64(&words[i]))
+	}
+	return dst
 }
 
 // ReadExport loads an Export stream in memory.

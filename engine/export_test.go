@@ -3,8 +3,12 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -199,4 +203,95 @@ func TestImportAsChangesTheLayout(t *testing.T) {
 		require.NoError(t, Verify(g.Path()))
 		assert.Equal(t, uint32(FormatVersion), binary.LittleEndian.Uint32(readFile(t, g.Path())[sbVersion:]), "the new file is of the current version")
 	}
+}
+
+// A read-only process cannot stop its writer. Its copies (Snapshot, Export,
+// ExportFrozen) are each consistent at one sequence, or ErrBusy: never a
+// stream that fails its checksum, nor tallies that disagree with the
+// counters.
+func TestReadOnlyCopiesWhileTheWriterChanges(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 5_000, ErrorRate: 0.01, Growth: 1, Seed: 8})
+	var stop atomic.Bool
+	var drops atomic.Int64
+	done := make(chan struct{})
+	go func() { // bursts of adds, with pauses a copy fits in; opens and retires sub-filters
+		defer close(done)
+		for i := uint64(0); !stop.Load(); i++ {
+			if err := f.Add(key(i), i); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%500 != 0 {
+				continue
+			}
+			if subs := f.Stats().SubFilters; len(subs) > 3 {
+				if _, err := f.DropBefore(subs[len(subs)-2].FirstID); err != nil {
+					t.Error(err)
+					return
+				}
+				drops.Add(1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	r, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	copies, busy := 0, 0
+	// At least 30 copies, and on until the writer has opened and retired
+	// sub-filters, so that copies follow a changing directory.
+	for deadline := time.Now().Add(30 * time.Second); copies+busy < 30 || drops.Load() < 2; {
+		require.True(t, time.Now().Before(deadline), "the writer retires sub-filters: %d copies, %d busy, %d retirements", copies, busy, drops.Load())
+		var stream, frozen bytes.Buffer
+		err := errors.Join(r.Export(&stream), r.ExportFrozen(&frozen))
+		if errors.Is(err, ErrBusy) {
+			busy++
+			continue
+		}
+		require.NoError(t, err)
+		g, err := Import(filepath.Join(t.TempDir(), "copy.tb"), &stream, nil)
+		require.NoError(t, err, "an export read while the writer changes the file")
+		require.Empty(t, g.verify(), "tallies, counters and presence bits agree")
+		require.NoError(t, g.Close())
+		_, err = ReadFrozen(&frozen)
+		require.NoError(t, err)
+		copies++
+	}
+	stop.Store(true)
+	<-done
+	t.Logf("%d consistent copies, %d busy, the writer at sequence %d after %d retirements", copies, busy, f.Stats().MemSeq, drops.Load())
+	require.Positive(t, copies)
+}
+
+// With a change always in flight, a read-only copy gives up with ErrBusy
+// and writes nothing.
+func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01})
+	require.NoError(t, f.Add(key(1), 1))
+	r, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	r.quietTries = 3
+
+	f.mu.Lock()
+	require.NoError(t, f.beginLocked())
+	sub := f.chain.SubFilters()[0]
+	store{f}.Touch(sub, sub.Filter().Probe(f.hasher.Key(key(2)))) // sealed, not committed
+	var out bytes.Buffer
+	for _, copyOut := range []func() error{
+		func() error { _, err := r.Snapshot(); return err },
+		func() error { return r.Export(&out) },
+		func() error { return r.ExportFrozen(&out) },
+	} {
+		err := copyOut()
+		require.ErrorIs(t, err, ErrBusy)
+		assert.Contains(t, err.Error(), "during each of 3 attempts")
+	}
+	assert.Zero(t, out.Len())
+	require.NoError(t, f.commitLocked())
+	f.mu.Unlock()
+
+	snap, err := r.Snapshot()
+	require.NoError(t, err, "quiet again")
+	assert.Equal(t, f.Stats().MemSeq, snap.MemSeq())
 }

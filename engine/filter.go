@@ -41,6 +41,9 @@ type Filter struct {
 	// crash stops a change at a crash point in tests built with invariant
 	// checks; elsewhere it is empty.
 	crash crashHook
+	// quietTries, when set by a test, bounds a read-only Snapshot's attempts
+	// in place of quietAttempts.
+	quietTries int
 
 	closed atomic.Bool
 	// seenDirSeq is the directory generation this process last loaded; a

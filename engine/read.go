@@ -86,18 +86,30 @@ func (f *Filter) reload() {
 	if f.closed.Load() || atomic.LoadUint64(f.dirSeq) == f.seenDirSeq.Load() {
 		return
 	}
+	_ = f.followLocked(f.journal.MemSeq())
+}
+
+// followLocked brings a reader's view to the directory that is live at
+// sequence memSeq, if it is not there yet.
+func (f *Filter) followLocked(memSeq uint64) error {
 	size, err := f.file.Size()
 	if err != nil {
-		return
+		return err
 	}
-	dir, slot, err := f.liveDirectory(f.journal.MemSeq(), size)
+	dir, slot, err := f.liveDirectory(memSeq, size)
 	if err != nil {
-		return
+		return err
+	}
+	if dir.generation == f.seenDirSeq.Load() {
+		return nil
 	}
 	old := f.chain.SubFilters()
 	subs, err := f.attach(dir.entries, old)
-	if err != nil || f.chain.Replace(subs) != nil {
-		return
+	if err != nil {
+		return err
+	}
+	if err := f.chain.Replace(subs); err != nil {
+		return corrupt(f.path, "%v", err)
 	}
 	for _, sub := range old {
 		if !containsSub(subs, sub) {
@@ -106,4 +118,5 @@ func (f *Filter) reload() {
 	}
 	f.mu.liveSlot = slot
 	f.seenDirSeq.Store(dir.generation)
+	return nil
 }

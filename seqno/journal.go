@@ -101,6 +101,10 @@ func (j *Journal) Reset(seq uint64) {
 // memory sequence's cache line.
 func (j *Journal) Padding() []byte { return j.region[journalMemSeq+8 : undoOffset] }
 
+// Sealed reports that a change is in flight: its undo record is sealed and
+// it has not committed.
+func (j *Journal) Sealed() bool { return atomic.LoadUint64(j.undo) == j.MemSeq()+1 }
+
 // Begin starts the undo record of the next change.
 func (j *Journal) Begin() { j.spans = 0 }
 
