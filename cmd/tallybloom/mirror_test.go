@@ -3,10 +3,15 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +101,56 @@ func TestMirrorCommandErrors(t *testing.T) {
 	_, errOut, code = tallybloom(t, "check", "--redis", good, "a")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "Usage:")
+}
+
+// syncBuffer is a buffer a child process writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// mirror push --follow copies the file again when it changes, outlives a
+// Redis that goes away, and stops cleanly when interrupted.
+func TestMirrorPushFollows(t *testing.T) {
+	s := redistest.StartServer(t)
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	remote := []string{"--redis", s.URL(), "--name", "follow"}
+	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
+	var out, errOut syncBuffer
+	follower.Stdout, follower.Stderr = &out, &errOut
+	require.NoError(t, follower.Start())
+	t.Cleanup(func() { _ = follower.Process.Kill() })
+	pushes := func() int { return strings.Count(out.String(), "pushed ") }
+	require.Eventually(t, func() bool { return pushes() == 1 }, 10*time.Second, 20*time.Millisecond, "the first copy: %s", errOut.String())
+
+	_, errs, code := tallybloom(t, "add", path, "--id", "5", "while-following")
+	require.Equal(t, 0, code, errs)
+	require.Eventually(t, func() bool { return pushes() == 2 }, 10*time.Second, 20*time.Millisecond, "a copy of the change")
+	present, _, _ := tallybloom(t, append(append([]string{"check"}, remote...), "while-following")...)
+	assert.Equal(t, "present\twhile-following\n", present)
+
+	s.Kill()
+	_, errs, code = tallybloom(t, "add", path, "--id", "6", "while-redis-was-away")
+	require.Equal(t, 0, code, errs)
+	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "not pushed, trying again in 50ms") }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, follower.Process.Signal(syscall.Signal(0)), "still following")
+	s.Restart() // empty: the next copy fills it
+	require.Eventually(t, func() bool { return pushes() == 3 }, 10*time.Second, 20*time.Millisecond, "a copy once Redis is back: %s", errOut.String())
+	present, _, _ = tallybloom(t, append(append([]string{"check"}, remote...), "while-following", "while-redis-was-away")...)
+	assert.Equal(t, "present\twhile-following\npresent\twhile-redis-was-away\n", present)
+
+	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
+	require.NoError(t, follower.Wait(), "an interrupt ends following with exit 0: %s", errOut.String())
 }

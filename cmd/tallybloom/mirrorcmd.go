@@ -83,9 +83,13 @@ func mirrorPushCommand() *cobra.Command {
 		Use:   "push FILE --redis URL --name NAME",
 		Short: "Copy a filter file into Redis",
 		Long: `Copy FILE into Redis under NAME, replacing the copy there in one switch
-(checkers see the old copy or the new). With --follow, keep going: copy
-again whenever the file changes, until interrupted. A process that owns the
-file ships its changes one by one instead (mirror.Attach).`,
+(checkers see the old copy or the new). The copy is consistent at one
+sequence: taken between two of the writer's changes, or refused if the
+writer never paused long enough (about 1.3 s of attempts). With --follow,
+keep going: copy again whenever the file changes, until interrupted; a copy
+that fails (Redis away, a writer that does not pause) is reported on
+standard error and tried again. A process that owns the file ships its
+changes one by one instead (mirror.Attach).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()
@@ -103,11 +107,18 @@ file ships its changes one by one instead (mirror.Attach).`,
 			pushed := uint64(0)
 			for {
 				if seq := f.Stats().MemSeq; seq != pushed || pushed == 0 {
-					if err := mirror.Push(ctx, f, client, remote.name, nil); err != nil {
+					err := mirror.Push(ctx, f, client, remote.name, nil)
+					switch {
+					case err == nil:
+						pushed = seq
+						fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
+					case follow && ctx.Err() != nil:
+						return nil // interrupted while following
+					case !follow || errors.Is(err, mirror.ErrBadAnswer) || errors.Is(err, mirror.ErrInvalidName):
 						return err
+					default:
+						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: not pushed, trying again in %s: %v\n", every, err)
 					}
-					pushed = seq
-					fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
 				}
 				if !follow {
 					return nil
