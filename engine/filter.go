@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -79,7 +81,8 @@ type change struct {
 }
 
 // Create makes a new filter file at path. It fails with ErrExists if path
-// exists. The file starts at sequence 1 (its creation), flushed.
+// exists. The file starts at sequence 1 (its creation), flushed, and
+// appears at path only once whole (see Import).
 func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -104,33 +107,74 @@ func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 }
 
 // createFile makes a new file at path for cfg, and runs build as its first
-// change: build sets the chain up and publishes its directory. On any
-// failure the file is removed.
+// change: build sets the chain up and publishes its directory. The file is
+// built under a name of its own beside path (see buildingPrefix) and takes
+// the name path only once whole and flushed, so a process killed while it
+// creates or imports a filter leaves nothing at path. On any failure the
+// file is removed.
 func createFile(path string, cfg Config, opts *Options, build func(*Filter) error) (*Filter, error) {
 	if err := errors.Join(opts.Validate(), checkHost()); err != nil {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	file, err := mmapfile.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
-	if errors.Is(err, fs.ErrExist) {
+	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrExists, path)
 	}
+	removeAbandoned(path)
+	building := buildingPrefix(path) + rand.Text()
+	file, err := mmapfile.Open(building, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
 	if err != nil {
 		return nil, err
 	}
-	f, err := create(file, cfg, o, build)
+	f, err := create(file, path, cfg, o, build)
+	if err == nil {
+		if err = file.MoveTo(path); errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%w: %s", ErrExists, path)
+		}
+	}
 	if err != nil {
 		if f != nil {
 			f.unmapAll()
 		}
 		_ = file.Close()
-		_ = os.Remove(path)
+		_ = os.Remove(building)
 		return nil, err
 	}
-	return f, nil
+	return f, syncDir(path)
 }
 
-func create(file *mmapfile.File, cfg Config, o settings, build func(*Filter) error) (*Filter, error) {
+// buildingPrefix starts the name of a file being made for path, in path's
+// directory: a dot, path's name, ".creating-", then random letters.
+func buildingPrefix(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".creating-")
+}
+
+// removeAbandoned removes the files that processes killed while making one
+// for path left behind: those whose lock no process holds. A file another
+// process is still making is locked, and stays.
+func removeAbandoned(path string) {
+	prefix := buildingPrefix(path)
+	entries, err := os.ReadDir(filepath.Dir(prefix))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := filepath.Join(filepath.Dir(prefix), e.Name())
+		if !strings.HasPrefix(name, prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		file, err := mmapfile.Open(name, os.O_RDWR, 0, nil)
+		if err != nil {
+			continue
+		}
+		if file.Lock() == nil {
+			_ = os.Remove(name)
+		}
+		_ = file.Close()
+	}
+}
+
+func create(file *mmapfile.File, path string, cfg Config, o settings, build func(*Filter) error) (*Filter, error) {
 	if err := lock(file); err != nil {
 		return nil, err
 	}
@@ -141,6 +185,7 @@ func create(file *mmapfile.File, cfg Config, o settings, build func(*Filter) err
 	if err != nil {
 		return nil, err
 	}
+	f.path = path // the name it will have; errors name it
 	f.config = cfg
 	f.hasher = counting.NewHasher(cfg.Seed)
 	encodeSuperblock(f.page0[offSuperblock:], cfg)
@@ -158,13 +203,10 @@ func create(file *mmapfile.File, cfg Config, o settings, build func(*Filter) err
 	if err := f.commitLocked(); err != nil {
 		return f, err
 	}
-	if err := f.flushLocked(); err != nil {
-		return f, err
-	}
-	return f, syncDir(file.Path())
+	return f, f.flushLocked()
 }
 
-// syncDir makes the new file's name durable.
+// syncDir makes the new file's name durable: path's directory is synced.
 func syncDir(path string) error {
 	dir, err := os.Open(filepath.Dir(path))
 	if err != nil {

@@ -39,6 +39,30 @@ func Open(path string, flag int, perm fs.FileMode, open OpenFunc) (*File, error)
 // Path is the path the file was opened with.
 func (f *File) Path() string { return f.path }
 
+// MoveTo gives the file the name path in place of the name it was opened
+// with, and fails with an error that is fs.ErrExist if path exists: a file
+// built under a temporary name appears at path whole. It links path to the
+// file, then removes the old name; on a file system without hard links it
+// renames instead.
+func (f *File) MoveTo(path string) error {
+	err := os.Link(f.path, path)
+	switch {
+	case err == nil:
+		_ = os.Remove(f.path) // the file lives on under path
+	case errors.Is(err, fs.ErrExist):
+		return err
+	default:
+		if _, statErr := os.Lstat(path); statErr == nil {
+			return &fs.PathError{Op: "link", Path: path, Err: fs.ErrExist}
+		}
+		if err := os.Rename(f.path, path); err != nil {
+			return err
+		}
+	}
+	f.path = path
+	return nil
+}
+
 // Writable reports whether the file was opened for writing.
 func (f *File) Writable() bool { return f.writable }
 
