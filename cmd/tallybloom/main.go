@@ -1,17 +1,27 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
 func main() {
+	// The Redis client logs failed dials on its own; the command says
+	// what failed once, in its own words.
+	redis.SetLogger(quiet{})
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// quiet is a logger that drops what it is given.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // Exit codes.
 const (

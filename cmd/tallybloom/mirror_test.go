@@ -121,8 +121,9 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// mirror push --follow copies the file again when it changes, outlives a
-// Redis that goes away, and stops cleanly when interrupted.
+// mirror push --follow copies the file again when it changes or Redis lost
+// the copy, outlives a Redis that goes away, and stops cleanly when
+// interrupted.
 func TestMirrorPushFollows(t *testing.T) {
 	s := redistest.StartServer(t)
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
@@ -151,6 +152,16 @@ func TestMirrorPushFollows(t *testing.T) {
 	present, _, _ = tallybloom(t, append(append([]string{"check"}, remote...), "while-following", "while-redis-was-away")...)
 	assert.Equal(t, "present\twhile-following\npresent\twhile-redis-was-away\n", present)
 
+	// Redis restarts empty while the file does not change: the copy is
+	// written again all the same.
+	s.Restart()
+	require.Eventually(t, func() bool { return pushes() == 4 }, 10*time.Second, 20*time.Millisecond, "a copy into the emptied Redis: %s", errOut.String())
+	present, _, _ = tallybloom(t, append(append([]string{"check"}, remote...), "while-redis-was-away")...)
+	assert.Equal(t, "present\twhile-redis-was-away\n", present)
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, 4, pushes(), "no copy while Redis holds the file's sequence")
+
+	assert.NotContains(t, errOut.String(), "pool.go", "the Redis client's own logs are not shown")
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait(), "an interrupt ends following with exit 0: %s", errOut.String())
 }

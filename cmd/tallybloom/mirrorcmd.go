@@ -75,6 +75,14 @@ func mirrorCommand() *cobra.Command {
 	return cmd
 }
 
+// holds reports whether Redis holds the copy of name at sequence seq; it
+// does not when Redis lost the copy, cannot be read, or holds another
+// sequence.
+func holds(ctx context.Context, client mirror.Redis, name string, seq uint64) bool {
+	c, err := mirror.NewChecker(ctx, client, name)
+	return err == nil && c.Seq() == seq
+}
+
 func mirrorPushCommand() *cobra.Command {
 	var remote redisFlags
 	var follow bool
@@ -86,9 +94,10 @@ func mirrorPushCommand() *cobra.Command {
 (checkers see the old copy or the new). The copy is consistent at one
 sequence: taken between two of the writer's changes, or refused if the
 writer never paused long enough (about 1.3 s of attempts). With --follow,
-keep going: copy again whenever the file changes, until interrupted; a copy
-that fails (Redis away, a writer that does not pause) is reported on
-standard error and tried again. A process that owns the file ships its
+keep going: copy again whenever the file and the copy in Redis differ (the
+file changed, or Redis lost the copy), until interrupted; a copy that fails
+(Redis away, a writer that does not pause) is reported on standard error and
+tried again. A process that owns the file ships its
 changes one by one instead (mirror.Attach).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,13 +113,11 @@ changes one by one instead (mirror.Attach).`,
 				return err
 			}
 			defer f.Close()
-			pushed := uint64(0)
-			for {
-				if seq := f.Stats().MemSeq; seq != pushed || pushed == 0 {
+			for first := true; ; first = false {
+				if seq := f.Stats().MemSeq; first || !holds(ctx, client, remote.name, seq) {
 					err := mirror.Push(ctx, f, client, remote.name, nil)
 					switch {
 					case err == nil:
-						pushed = seq
 						fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
 					case follow && ctx.Err() != nil:
 						return nil // interrupted while following
