@@ -398,6 +398,7 @@ const (
 // writer stores them), and keeps the copy if no change was in flight at
 // either end and the sequence did not move.
 func (f *Filter) quietSnapshotLocked() (*Snapshot, error) {
+	first := f.journal.MemSeq()
 	for attempt := range f.quietAttempts() {
 		if attempt > 0 {
 			time.Sleep(min(quietPause<<(attempt-1), 100*time.Millisecond))
@@ -419,6 +420,10 @@ func (f *Filter) quietSnapshotLocked() (*Snapshot, error) {
 		if !f.journal.Sealed() && f.journal.MemSeq() == seq {
 			return NewSnapshot(f.config, seq, info, counters)
 		}
+	}
+	if f.journal.Sealed() && f.journal.MemSeq() == first {
+		// One change, never committed: its writer may have died in it.
+		return nil, fmt.Errorf("%w: %s: change %d was in flight during each of %d attempts to copy it; if its writer stopped, open the file for writing once to undo it", ErrBusy, f.path, first+1, f.quietAttempts())
 	}
 	return nil, fmt.Errorf("%w: %s: its writer changed it during each of %d attempts to copy it; copy it in the writing process, or when it is quieter", ErrBusy, f.path, f.quietAttempts())
 }

@@ -285,7 +285,8 @@ func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
 	} {
 		err := copyOut()
 		require.ErrorIs(t, err, ErrBusy)
-		assert.Contains(t, err.Error(), "during each of 3 attempts")
+		assert.Contains(t, err.Error(), "in flight during each of 3 attempts")
+		assert.Contains(t, err.Error(), "if its writer stopped, open the file for writing once to undo it")
 	}
 	assert.Zero(t, out.Len())
 	require.NoError(t, f.commitLocked())
