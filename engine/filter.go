@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,11 +283,16 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 		return nil, &UncleanError{Path: path, DurableSeq: state.DurableSeq}
 	}
 	memSeq := f.journal.MemSeq()
-	if outcome == seqno.Clean && memSeq != state.DurableSeq {
+	if outcome == seqno.Clean && memSeq != state.DurableSeq && !f.wentDirty() {
 		return nil, corrupt(path, "clean file at sequence %d claims durable sequence %d", memSeq, state.DurableSeq)
 	}
 	f.mu.dirty, f.mu.durableSeq = state.Dirty, state.DurableSeq
 
+	// The size after the sequence: a writer grows the file before it
+	// writes a directory naming the room (see liveDirectory).
+	if size, err = file.Size(); err != nil {
+		return nil, err
+	}
 	dir, slot, err := f.liveDirectory(memSeq, size)
 	if err != nil {
 		return nil, err
@@ -315,6 +319,15 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 	}
 	ok = true
 	return f, nil
+}
+
+// wentDirty reports that the state now says dirty: for a reader whose
+// writer, between the reader's reads of the state and of the sequence,
+// marked the file dirty and committed a change. A writer holds the lock, and
+// a clean state that disagrees with the sequence is damage.
+func (f *Filter) wentDirty() bool {
+	state, err := seqno.DecodeState(f.page0[offState:])
+	return f.readOnly && err == nil && state.Dirty
 }
 
 // shortFile explains a file smaller than the header: not ours, or truncated.
@@ -356,11 +369,17 @@ func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
 }
 
 // liveDirectory picks the valid directory slot with the highest generation
-// not above memSeq: a slot written by a change that never committed is
-// ignored.
+// not above memSeq: a slot written by a change not committed at memSeq is
+// ignored, whatever it holds, before it is decoded (a reader may find one
+// half written, or naming room past fileSize, while the writer grows the
+// file). memSeq must be read before fileSize: then every slot it admits was
+// written after the file grew for it.
 func (f *Filter) liveDirectory(memSeq uint64, fileSize int64) (directory, int, error) {
 	best, bestSlot, found := directory{}, 0, false
 	for slot := range 2 {
+		if slotGeneration(f.directorySlot(slot)) > memSeq {
+			continue
+		}
 		d, valid, err := decodeDirectory(f.directorySlot(slot), fileSize, f.config.presence())
 		if err != nil {
 			return directory{}, 0, corrupt(f.path, "directory slot %d: %v", slot, err)
@@ -381,11 +400,13 @@ func (f *Filter) liveDirectory(memSeq uint64, fileSize int64) (directory, int, e
 // no directory, the slot would otherwise read as live from then on, and the
 // next Open would bring back the sub-filters it retired or the one it opened.
 func (f *Filter) forgetUncommittedDirectory(slot int, memSeq uint64) {
-	b := f.directorySlot(slot)
-	if d, valid, _ := decodeDirectory(b, math.MaxInt64, f.config.presence()); valid && d.generation > memSeq {
+	if b := f.directorySlot(slot); slotGeneration(b) > memSeq {
 		clear(b)
 	}
 }
+
+// slotGeneration is the generation a directory slot claims, checked or not.
+func slotGeneration(b []byte) uint64 { return binary.LittleEndian.Uint64(b[dirGeneration:]) }
 
 // directorySlot is the page of directory slot 0 or 1.
 func (f *Filter) directorySlot(slot int) []byte {

@@ -654,6 +654,57 @@ func TestUncommittedDirectoryNeverComesBack(t *testing.T) {
 	}
 }
 
+// A slot no change committed is ignored whatever it holds, here an entry
+// past the end of the file, as a reader may find while a writer grows the
+// file and writes a directory: opening read-only does not call that damage,
+// and a writer's Open clears the slot.
+func TestUncommittedDirectoryIsIgnoredWhateverItHolds(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	fillChain(t, f, 2, 0)
+	before := f.Stats()
+	path := f.Path()
+	require.NoError(t, f.Close())
+
+	b := readFile(t, path)
+	other := offDirectory + (1-liveSlotOf(t, b, before.MemSeq))*PageSize
+	d := directory{generation: before.MemSeq + 1, entries: []dirEntry{{
+		Entry:  scaling.Entry{Level: 5, FirstID: 1 << 40, Capacity: 100, Geometry: counting.Geometry{Blocks: 1 << 20, K: 7}},
+		Offset: uint64(len(b)) + PageSize, // beyond the end of the file
+	}}}
+	encodeDirectory(b[other:], d)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	r, err := Open(path, &Options{ReadOnly: true})
+	require.NoError(t, err, "a reader ignores a directory no change committed")
+	assert.Equal(t, before.SubFilters, r.Stats().SubFilters)
+	require.NoError(t, r.Close())
+
+	g, err := Open(path, nil)
+	require.NoError(t, err)
+	assert.Equal(t, make([]byte, PageSize), g.directorySlot((other-offDirectory)/PageSize), "the writer cleared it")
+	require.NoError(t, g.Add(key(1<<41), 1<<41)) // takes the sequence it named
+	require.NoError(t, g.Close())
+	h, err := Open(path, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer h.Close()
+	assert.Equal(t, before.SubFilters[0].FirstID, h.Stats().SubFilters[0].FirstID)
+}
+
+// liveSlotOf is the directory slot a file's bytes hold live at memSeq.
+func liveSlotOf(t *testing.T, b []byte, memSeq uint64) int {
+	t.Helper()
+	best, live := uint64(0), -1
+	for slot := range 2 {
+		d, valid, err := decodeDirectory(b[offDirectory+slot*PageSize:][:PageSize], int64(len(b)), true)
+		require.NoError(t, err)
+		if valid && d.generation <= memSeq && (live < 0 || d.generation > best) {
+			best, live = d.generation, slot
+		}
+	}
+	require.GreaterOrEqual(t, live, 0)
+	return live
+}
+
 // A machine crash with unflushed changes: never opened as clean.
 func TestOpenAfterMachineCrash(t *testing.T) {
 	path := tempPath(t)
