@@ -364,8 +364,8 @@ func NewSnapshot(cfg Config, memSeq uint64, subs []SubFilterStats, counters [][]
 // writer holds the filter's lock while it copies the counters. A filter
 // opened read-only cannot stop its writer, another process: it copies while
 // no change is in flight and keeps the copy if none committed meanwhile,
-// else tries again after a pause, pausing longer each time, for about a
-// second and a half; then it returns ErrBusy.
+// else tries again after a pause, pausing longer each time, for about 1.3
+// seconds; then it returns ErrBusy.
 func (f *Filter) Snapshot() (*Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
