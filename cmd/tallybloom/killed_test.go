@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// Real processes beside one another: killed, or writing while another reads.
 
 // An import killed halfway leaves nothing at its path, and the next import
 // there succeeds and sweeps away what the killed one left.
@@ -54,4 +57,58 @@ func TestKilledImportLeavesNoFile(t *testing.T) {
 	assert.Equal(t, []string{"imported.tb"}, names(), "the killed import's file is gone")
 	_, _, code = tallybloom(t, "verify", path)
 	assert.Equal(t, 0, code)
+}
+
+// export reads a file another process is writing: each export is a whole
+// filter at one sequence (it imports and verifies), or is refused.
+func TestExportWhileAnotherProcessAdds(t *testing.T) {
+	path := newFile(t, "--capacity", "20000", "--error-rate", "0.01", "--growth", "1")
+	adder := exec.Command(binary, "add", "--with-ids", path)
+	stdin, err := adder.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, adder.Start())
+	fed := make(chan error, 1)
+	go func() { // groups of keys with pauses between them, as a feed arrives
+		defer stdin.Close()
+		for group := range 60 {
+			var lines strings.Builder
+			for i := range 5000 {
+				id := group*5000 + i
+				fmt.Fprintf(&lines, "%d\tkey-%d\n", id, id)
+			}
+			if _, err := stdin.Write([]byte(lines.String())); err != nil {
+				fed <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		fed <- nil
+	}()
+
+	dir := t.TempDir()
+	exported, refused := 0, 0
+	for i := 0; ; i++ {
+		out := filepath.Join(dir, fmt.Sprintf("copy-%d.export", i))
+		_, errOut, code := tallybloom(t, "export", path, out)
+		if code != 0 {
+			require.Contains(t, errOut, "kept changing during the copy", "the only refusal")
+			refused++
+		} else {
+			imported := filepath.Join(dir, fmt.Sprintf("copy-%d.tb", i))
+			_, errOut, code = tallybloom(t, "import", out, imported)
+			require.Equal(t, 0, code, "export %d imports: %s", i, errOut)
+			_, errOut, code = tallybloom(t, "verify", imported)
+			require.Equal(t, 0, code, "export %d verifies: %s", i, errOut)
+			exported++
+		}
+		select {
+		case err := <-fed:
+			require.NoError(t, err)
+			require.NoError(t, adder.Wait())
+			t.Logf("%d exports while another process added 300 000 keys, %d refused", exported, refused)
+			require.Positive(t, exported)
+			return
+		default:
+		}
+	}
 }
