@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
+	"github.com/tallybloom/tallybloom/mmapfile"
 	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
 )
@@ -19,19 +22,38 @@ import (
 // region back leaves the region's bytes there, and the next writer's Open
 // gives them back.
 //
-// Verify opens the file read-only and takes no lock; run it on a file no
-// writer is changing. It returns nil, or an error that errors.Is ErrCorrupt
-// (or ErrUnclean, ErrVersion) and says, one line a problem, what is wrong.
+// Verify opens the file read-only and takes no lock. It returns nil, or an
+// error that errors.Is ErrCorrupt (or ErrUnclean, ErrVersion) and says, one
+// line a problem, what is wrong. A writer changing the file while Verify
+// reads it makes counters and tallies disagree for a moment: problems found
+// while a writer holds the file, or while its sequence moved, are not called
+// damage but ErrBusy, to verify again with the writer stopped.
 func Verify(path string) error {
 	f, err := Open(path, &Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if problems := f.verify(); len(problems) > 0 {
-		return fmt.Errorf("%w: %s: %d problem(s):\n  %s", ErrCorrupt, path, len(problems), strings.Join(problems, "\n  "))
+	before := f.journal.MemSeq()
+	problems := f.verify()
+	if len(problems) == 0 {
+		return nil
 	}
-	return nil
+	if after := f.journal.MemSeq(); after != before || writerRunning(path) {
+		return fmt.Errorf("%w: %s: a writer was changing the file (sequence %d to %d) while verify read it, and what looked wrong may be its changes in flight; verify again with the writer stopped, or verify an export of the filter", ErrBusy, path, before, after)
+	}
+	return fmt.Errorf("%w: %s: %d problem(s):\n  %s", ErrCorrupt, path, len(problems), strings.Join(problems, "\n  "))
+}
+
+// writerRunning reports whether a writer holds the file at path: whether
+// its lock is taken.
+func writerRunning(path string) bool {
+	probe, err := mmapfile.Open(path, os.O_RDONLY, 0, nil)
+	if err != nil {
+		return false
+	}
+	defer probe.Close()
+	return errors.Is(probe.Lock(), mmapfile.ErrLocked)
 }
 
 // verify lists every inconsistency it finds, in words a person can act on.

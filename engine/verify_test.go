@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +113,55 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 	t.Run("a damaged header", func(t *testing.T) {
 		assert.ErrorIs(t, damage(t, func(b []byte) { b[sbSeed] ^= 1 }), ErrCorrupt)
 	})
+}
+
+// Verify beside a writer: a file whose counters and tallies disagree for a
+// moment, between a change's writes, is not called damaged.
+func TestVerifyBesideAWriter(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 2_000, ErrorRate: 0.01, Growth: 1, Seed: 4})
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(0); !stop.Load(); i++ { // adds, and removes that keep 1 000 keys
+			err := f.Add(key(i), i)
+			if i >= 1_000 {
+				err = errors.Join(err, f.Remove(key(i-1_000), i-1_000))
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	busy := 0
+	for range 200 {
+		err := Verify(f.Path())
+		if errors.Is(err, ErrBusy) {
+			assert.Contains(t, err.Error(), "verify again with the writer stopped")
+			busy++
+			continue
+		}
+		require.NoError(t, err, "never ErrCorrupt for a writer's changes in flight")
+	}
+	stop.Store(true)
+	<-done
+	t.Logf("%d of 200 checks beside the writer were busy", busy)
+	require.NoError(t, f.Close())
+	require.NoError(t, Verify(f.Path()), "stopped, the file verifies")
+
+	// A writer that holds the file with a change in flight: busy, not a
+	// writer that stopped.
+	g, err := Open(f.Path(), nil)
+	require.NoError(t, err)
+	g.mu.Lock()
+	require.NoError(t, g.beginLocked())
+	sub := g.chain.SubFilters()[0]
+	store{g}.Touch(sub, sub.Filter().Probe(g.hasher.Key(key(1))))
+	err = Verify(g.Path())
+	require.ErrorIs(t, err, ErrBusy)
+	assert.NotErrorIs(t, err, ErrCorrupt)
+	require.NoError(t, g.commitLocked())
+	g.mu.Unlock()
+	require.NoError(t, g.Close())
 }

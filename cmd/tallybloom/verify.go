@@ -18,7 +18,8 @@ left in flight, that each sub-filter's counts and presence bits agree with
 its counters, and that the bytes the format keeps zero are zero.
 Exits 0 when the file is whole, 1 when it is a damaged filter (saying what
 is wrong and what to do), 2 when it cannot be checked (missing, not a
-filter).`,
+filter, or a writer changed it while verify read it and something looked
+wrong: verify again with the writer stopped).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := engine.Verify(args[0])
