@@ -367,13 +367,13 @@ func NewSnapshot(cfg Config, memSeq uint64, subs []SubFilterStats, counters [][]
 // else tries again after a pause, pausing longer each time, for about 1.3
 // seconds; then it returns ErrBusy.
 func (f *Filter) Snapshot() (*Snapshot, error) {
+	if f.readOnly {
+		return f.quietSnapshot()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed.Load() {
 		return nil, ErrClosed
-	}
-	if f.readOnly {
-		return f.quietSnapshotLocked()
 	}
 	subs := f.chain.SubFilters()
 	info := make([]SubFilterStats, len(subs))
@@ -392,33 +392,22 @@ const (
 	quietPause    = time.Millisecond
 )
 
-// quietSnapshotLocked copies a read-only filter between two changes of its
-// writer: it reads the sequence, copies the directory live at it, the
-// tallies and the counters (a word at a time, with atomic loads, as the
-// writer stores them), and keeps the copy if no change was in flight at
-// either end and the sequence did not move.
-func (f *Filter) quietSnapshotLocked() (*Snapshot, error) {
+// quietSnapshot copies a read-only filter between two changes of its
+// writer, trying again after a pause when one got in the way. It holds the
+// filter's lock for an attempt, not for the pause: a lookup that must follow
+// a new directory takes that lock too.
+func (f *Filter) quietSnapshot() (*Snapshot, error) {
+	if f.closed.Load() {
+		return nil, ErrClosed
+	}
 	first := f.journal.MemSeq()
 	for attempt := range f.quietAttempts() {
 		if attempt > 0 {
 			time.Sleep(min(quietPause<<(attempt-1), 100*time.Millisecond))
 		}
-		seq := f.journal.MemSeq()
-		if f.journal.Sealed() {
-			continue
-		}
-		if err := f.followLocked(seq); err != nil {
-			return nil, err
-		}
-		subs := f.chain.SubFilters()
-		info := make([]SubFilterStats, len(subs))
-		counters := make([][]byte, len(subs))
-		for i, sub := range subs {
-			info[i] = subFilterStats(f.config.params(), sub)
-			counters[i] = loadCounters(spaceOf(sub).counters)
-		}
-		if !f.journal.Sealed() && f.journal.MemSeq() == seq {
-			return NewSnapshot(f.config, seq, info, counters)
+		snap, err := f.quietAttempt()
+		if snap != nil || err != nil {
+			return snap, err
 		}
 	}
 	if f.journal.Sealed() && f.journal.MemSeq() == first {
@@ -426,6 +415,37 @@ func (f *Filter) quietSnapshotLocked() (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s: change %d was in flight during each of %d attempts to copy it; if its writer stopped, open the file for writing once to undo it", ErrBusy, f.path, first+1, f.quietAttempts())
 	}
 	return nil, fmt.Errorf("%w: %s: its writer changed it during each of %d attempts to copy it; copy it in the writing process, or when it is quieter", ErrBusy, f.path, f.quietAttempts())
+}
+
+// quietAttempt reads the sequence, copies the directory live at it, the
+// tallies and the counters (a word at a time, with atomic loads, as the
+// writer stores them), and keeps the copy if no change was in flight at
+// either end and the sequence did not move. It returns no copy and no error
+// when a change got in the way.
+func (f *Filter) quietAttempt() (*Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return nil, ErrClosed
+	}
+	seq := f.journal.MemSeq()
+	if f.journal.Sealed() {
+		return nil, nil
+	}
+	if err := f.followLocked(seq); err != nil {
+		return nil, err
+	}
+	subs := f.chain.SubFilters()
+	info := make([]SubFilterStats, len(subs))
+	counters := make([][]byte, len(subs))
+	for i, sub := range subs {
+		info[i] = subFilterStats(f.config.params(), sub)
+		counters[i] = loadCounters(spaceOf(sub).counters)
+	}
+	if f.journal.Sealed() || f.journal.MemSeq() != seq {
+		return nil, nil
+	}
+	return NewSnapshot(f.config, seq, info, counters)
 }
 
 // quietAttempts is quietAttempts, or fewer where a test asks.

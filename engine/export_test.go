@@ -273,24 +273,45 @@ func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
 	defer r.Close()
 	r.quietTries = 3
 
-	f.mu.Lock()
-	require.NoError(t, f.beginLocked())
-	sub := f.chain.SubFilters()[0]
-	store{f}.Touch(sub, sub.Filter().Probe(f.hasher.Key(key(2)))) // sealed, not committed
-	var out bytes.Buffer
-	for _, copyOut := range []func() error{
-		func() error { _, err := r.Snapshot(); return err },
-		func() error { return r.Export(&out) },
-		func() error { return r.ExportFrozen(&out) },
-	} {
-		err := copyOut()
-		require.ErrorIs(t, err, ErrBusy)
-		assert.Contains(t, err.Error(), "in flight during each of 3 attempts")
-		assert.Contains(t, err.Error(), "if its writer stopped, open the file for writing once to undo it")
-	}
-	assert.Zero(t, out.Len())
-	require.NoError(t, f.commitLocked())
-	f.mu.Unlock()
+	func() {
+		f.mu.Lock()
+		require.NoError(t, f.beginLocked())
+		sub := f.chain.SubFilters()[0]
+		store{f}.Touch(sub, sub.Filter().Probe(f.hasher.Key(key(2)))) // sealed, not committed
+		// The change commits however the checks below end.
+		defer func() {
+			assert.NoError(t, f.commitLocked())
+			f.mu.Unlock()
+		}()
+		var out bytes.Buffer
+		for _, copyOut := range []func() error{
+			func() error { _, err := r.Snapshot(); return err },
+			func() error { return r.Export(&out) },
+			func() error { return r.ExportFrozen(&out) },
+		} {
+			err := copyOut()
+			require.ErrorIs(t, err, ErrBusy)
+			assert.Contains(t, err.Error(), "in flight during each of 3 attempts")
+			assert.Contains(t, err.Error(), "if its writer stopped, open the file for writing once to undo it")
+		}
+		assert.Zero(t, out.Len())
+
+		// While a copy waits for the writer, a lookup that must follow a
+		// new directory does not wait for the copy.
+		r.quietTries = quietAttempts
+		copied := make(chan error, 1)
+		go func() { _, err := r.Snapshot(); copied <- err }()
+		time.Sleep(20 * time.Millisecond) // the copy is pausing between attempts
+		atomic.AddUint64(f.dirSeq, 1)     // as a writer's new directory would
+		defer atomic.AddUint64(f.dirSeq, ^uint64(0))
+		r.Contains(key(1))
+		select {
+		case <-copied:
+			t.Error("the lookup waited for the copy")
+		default:
+			require.ErrorIs(t, <-copied, ErrBusy)
+		}
+	}()
 
 	snap, err := r.Snapshot()
 	require.NoError(t, err, "quiet again")
