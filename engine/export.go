@@ -375,13 +375,7 @@ func (f *Filter) Snapshot() (*Snapshot, error) {
 	if f.closed.Load() {
 		return nil, ErrClosed
 	}
-	subs := f.chain.SubFilters()
-	info := make([]SubFilterStats, len(subs))
-	counters := make([][]byte, len(subs))
-	for i, sub := range subs {
-		info[i] = subFilterStats(f.config.params(), sub)
-		counters[i] = append(make([]byte, 0, len(spaceOf(sub).counters)), spaceOf(sub).counters...)
-	}
+	info, counters := f.copyLocked()
 	return NewSnapshot(f.config, f.journal.MemSeq(), info, counters)
 }
 
@@ -435,13 +429,7 @@ func (f *Filter) quietAttempt() (*Snapshot, error) {
 	if err := f.followLocked(seq); err != nil {
 		return nil, err
 	}
-	subs := f.chain.SubFilters()
-	info := make([]SubFilterStats, len(subs))
-	counters := make([][]byte, len(subs))
-	for i, sub := range subs {
-		info[i] = subFilterStats(f.config.params(), sub)
-		counters[i] = loadCounters(spaceOf(sub).counters)
-	}
+	info, counters := f.copyLocked()
 	if f.journal.Sealed() || f.journal.MemSeq() != seq {
 		return nil, nil
 	}
@@ -454,6 +442,18 @@ func (f *Filter) quietAttempts() int {
 		return f.quietTries
 	}
 	return quietAttempts
+}
+
+// copyLocked copies the sub-filters' tallies and counters into memory.
+func (f *Filter) copyLocked() ([]SubFilterStats, [][]byte) {
+	subs := f.chain.SubFilters()
+	info := make([]SubFilterStats, len(subs))
+	counters := make([][]byte, len(subs))
+	for i, sub := range subs {
+		info[i] = subFilterStats(f.config.params(), sub)
+		counters[i] = loadCounters(spaceOf(sub).counters)
+	}
+	return info, counters
 }
 
 // loadCounters copies counters a writer may be changing, a word at a time
