@@ -34,7 +34,8 @@ var (
 	// ErrLocked: another writer has the file open.
 	ErrLocked = errors.New("engine: file is locked by another writer")
 
-	// ErrReadOnly: a change on a filter opened read-only.
+	// ErrReadOnly: a change on a filter opened read-only, or a call that
+	// needs the writer's lock (CopyCounters).
 	ErrReadOnly = errors.New("engine: filter is read-only")
 
 	// ErrClosed: a call on a closed filter.
@@ -57,6 +58,10 @@ var (
 
 	// ErrUnsupported: this platform cannot do what was asked.
 	ErrUnsupported = errors.New("engine: unsupported")
+
+	// ErrNoSubFilter: CopyCounters of a level the chain does not hold, such
+	// as one retired since the caller saw it.
+	ErrNoSubFilter = errors.New("engine: no sub-filter at that level")
 
 	// ErrBusy: a filter opened read-only could not be copied (Snapshot,
 	// Export, ExportFrozen) because its writer, another process, changed it

@@ -379,6 +379,61 @@ func (f *Filter) Snapshot() (*Snapshot, error) {
 	return NewSnapshot(f.config, f.journal.MemSeq(), info, counters)
 }
 
+// pieceBytes is the most CopyCounters copies under one hold of the lock: a
+// change waits at most for a piece, a fraction of a millisecond.
+const pieceBytes = 1 << 20
+
+// CopyCounters copies the counters of the sub-filter at level, from byte
+// offset, into dst, a piece of at most 1 MiB at a time between two changes.
+// Each piece holds only committed changes, and a block of counters is never
+// copied half changed, but pieces may hold different sequences: a copy kept
+// right by replaying what OnCommit reports after the Stats it started from.
+// A copy that must be exact at one sequence is Snapshot, which holds the
+// filter's lock for all of it.
+//
+// offset and len(dst) are whole blocks (multiples of 64 bytes). It returns
+// ErrInvalidInput for other ranges and for bytes past the sub-filter's end,
+// ErrNoSubFilter if the chain holds no sub-filter at level (it was
+// retired), and ErrReadOnly on a filter opened read-only, which cannot stop
+// its writer.
+func (f *Filter) CopyCounters(level int, offset uint64, dst []byte) error {
+	if f.readOnly {
+		return ErrReadOnly
+	}
+	if offset%counting.BlockBytes != 0 || len(dst)%counting.BlockBytes != 0 {
+		return fmt.Errorf("%w: bytes %d to %d are not whole blocks of %d", ErrInvalidInput, offset, offset+uint64(len(dst)), counting.BlockBytes)
+	}
+	for len(dst) > 0 {
+		n := min(len(dst), pieceBytes)
+		if err := f.copyPiece(level, offset, dst[:n]); err != nil {
+			return err
+		}
+		dst, offset = dst[n:], offset+uint64(n)
+	}
+	return nil
+}
+
+// copyPiece is one piece of CopyCounters, under the lock.
+func (f *Filter) copyPiece(level int, offset uint64, dst []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	for _, sub := range f.chain.SubFilters() {
+		if sub.Level != level {
+			continue
+		}
+		counters := spaceOf(sub).counters
+		if offset > uint64(len(counters)) || uint64(len(dst)) > uint64(len(counters))-offset {
+			return fmt.Errorf("%w: bytes %d to %d of sub-filter %d, which has %d", ErrInvalidInput, offset, offset+uint64(len(dst)), level, len(counters))
+		}
+		loadCountersInto(dst, counters[offset:])
+		return nil
+	}
+	return fmt.Errorf("%w: %s: level %d", ErrNoSubFilter, f.path, level)
+}
+
 // quietAttempts and quietPause bound a read-only Snapshot's attempts: the
 // pause after attempt i is quietPause<<i, at most 100 ms.
 const (
@@ -456,15 +511,22 @@ func (f *Filter) copyLocked() ([]SubFilterStats, [][]byte) {
 	return info, counters
 }
 
-// loadCounters copies counters a writer may be changing, a word at a time
-// with atomic loads, as the writer stores them.
+// loadCounters copies counters a writer may be changing.
 func loadCounters(src []byte) []byte {
 	dst := make([]byte, len(src))
-	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(src))), len(src)/8)
+	loadCountersInto(dst, src)
+	return dst
+}
+
+// loadCountersInto copies the first len(dst) bytes of src, counters a
+// writer may be changing, a word at a time with atomic loads, as the writer
+// stores them. src starts at a word and len(dst) is whole words (callers
+// copy whole blocks).
+func loadCountersInto(dst, src []byte) {
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(src))), len(dst)/8)
 	for i := range words {
 		binary.LittleEndian.PutUint64(dst[8*i:], atomic.LoadUint64(&words[i]))
 	}
-	return dst
 }
 
 // ReadExport loads an Export stream in memory.

@@ -90,7 +90,7 @@ func (f *Filter) publishLocked(c *change) {
 		ev.Tallies = &f.mu.eventTallies
 	}
 	if c.published {
-		ev.Directory = f.Stats().SubFilters
+		ev.Directory = f.statsLocked().SubFilters
 	}
 	fn(ev)
 }

@@ -84,3 +84,73 @@ func TestPlacementAnswersAsTheFilter(t *testing.T) {
 	_, err := NewPlacement(Config{Seed: 1}, []SubFilterStats{{K: 0, Blocks: 1}})
 	assert.ErrorIs(t, err, ErrCorrupt)
 }
+
+// TestCopyCounters: CopyCounters copies a sub-filter's counters in pieces,
+// each between two changes, and refuses what it cannot copy.
+func TestCopyCounters(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 120_000, ErrorRate: 0.01, Growth: 1, Seed: 11})
+	for i := range uint64(130_000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	subs := f.Stats().SubFilters
+	require.Len(t, subs, 2)
+	require.Greater(t, subs[0].Bytes, uint64(pieceBytes), "more than one piece")
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	for i, sub := range subs {
+		whole := make([]byte, sub.Bytes)
+		require.NoError(t, f.CopyCounters(sub.Level, 0, whole))
+		assert.Equal(t, snap.Counters(i), whole, "sub-filter %d whole", i)
+		part := make([]byte, 128)
+		require.NoError(t, f.CopyCounters(sub.Level, sub.Bytes-192, part))
+		assert.Equal(t, snap.Counters(i)[sub.Bytes-192:][:128], part, "sub-filter %d, two blocks near its end", i)
+	}
+
+	level := subs[0].Level
+	for _, c := range []struct {
+		offset, length uint64
+	}{{1, 64}, {0, 65}, {subs[0].Bytes - 64, 128}, {subs[0].Bytes + 64, 64}, {1 << 63, 64}} {
+		err := f.CopyCounters(level, c.offset, make([]byte, c.length))
+		assert.ErrorIs(t, err, ErrInvalidInput, "%d bytes at %d", c.length, c.offset)
+	}
+	_, err = f.DropBefore(subs[1].FirstID)
+	require.NoError(t, err)
+	assert.ErrorIs(t, f.CopyCounters(level, 0, make([]byte, 64)), ErrNoSubFilter)
+	assert.ErrorIs(t, f.CopyCounters(99, 0, make([]byte, 64)), ErrNoSubFilter)
+
+	reader, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer reader.Close()
+	assert.ErrorIs(t, reader.CopyCounters(subs[1].Level, 0, make([]byte, 64)), ErrReadOnly)
+	require.NoError(t, f.Close())
+	assert.ErrorIs(t, f.CopyCounters(subs[1].Level, 0, make([]byte, 64)), ErrClosed)
+}
+
+// TestStatsAgreeWithTheirSequence: in the writing process, Stats is taken
+// between two changes, so its sequence and tallies agree however fast the
+// filter changes: with adds alone, every change but the file's creation
+// counts one key.
+func TestStatsAgreeWithTheirSequence(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1_000_000, ErrorRate: 0.01, Seed: 12})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range uint64(20_000) {
+			if err := f.Add(key(i), i); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	checked := 0
+	for running := true; running; checked++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		s := f.Stats()
+		require.Equal(t, s.MemSeq-1, s.Count, "after %d checks", checked)
+	}
+	t.Logf("%d checks", checked)
+}

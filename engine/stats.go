@@ -76,9 +76,18 @@ func (s SubFilterStats) ExpectedFalsePositiveRate() float64 {
 	return s.geometry().FalsePositiveRate(s.Count)
 }
 
-// Stats reports the filter's state. It reads no counters.
+// Stats reports the filter's state. It reads no counters. In the process
+// that writes the filter it is taken between two changes, so MemSeq and the
+// sub-filters' tallies agree: with OnCommit and CopyCounters, it is what a
+// copy kept up to date by replaying changes starts from.
 func (f *Filter) Stats() Stats {
 	f.current()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statsLocked()
+}
+
+func (f *Filter) statsLocked() Stats {
 	s := Stats{
 		MemSeq:    f.journal.MemSeq(),
 		Recovered: f.recovered,
