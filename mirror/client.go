@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,6 +25,18 @@ type Redis interface {
 type Script struct{ s *redis.Script }
 
 func newScript(src string) *Script { return &Script{redis.NewScript(src)} }
+
+// timed is r with each call bounded by timeout.
+type timed struct {
+	Redis
+	timeout time.Duration
+}
+
+func (t timed) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
 
 // goRedis adapts go-redis, a standalone or cluster client.
 type goRedis struct{ c redis.UniversalClient }

@@ -9,7 +9,7 @@
 //
 //	{N}:meta            hash: format, gen, seq, config, part, dir, t:<level>
 //	{N}:g<gen>:l<L>:p<P> part P of the counters of the sub-filter at level L
-//	{N}:pending         the copy being written: its gen, part size, directory
+//	{N}:pending         hash: the copy being written, shaped as meta
 //
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below
@@ -29,11 +29,20 @@
 // Redis lost its copy, fell behind the queue's bound, or holds another copy,
 // the mirror writes a full copy under a new generation and switches to it in
 // one script: checkers, which read through a script that checks the
-// generation, see the old copy or the new, never a mix. A copy is written
-// again only if the queue gave up on a change the copy does not hold. A
-// copy records its keys under pending before it writes them, and the
-// switch deletes the record; a copy that never became live is deleted by
-// the next one.
+// generation, see the old copy or the new, never a mix.
+//
+// A full copy starts from the filter's Stats, taken between two changes,
+// and reads the counters a piece at a time with Filter.CopyCounters, so the
+// filter waits for a piece at most and memory holds one chunk. A piece may
+// hold changes made after the copy started; the changes queued meanwhile
+// carry the new bytes of what they wrote, so replaying them in order into
+// the copy, through the same script aimed at the pending hash, leaves every
+// block as the filter has it. Only then does the switch rename the pending
+// hash to the meta hash, so the copy that becomes live is exact at its
+// sequence. A copy is written again if a sub-filter it was reading was
+// retired, or the queue gave up on a change the copy does not hold. A copy
+// records its keys in the pending hash before it writes them; a copy that
+// never became live is deleted by the next one.
 //
 // # Concurrency
 //

@@ -317,26 +317,28 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 }
 
 // TestOverflowDuringACopy: changes that overflow the queue while a full copy
-// is being made, but before its snapshot, are in that copy, so no second
-// copy follows; changes that overflow it after the snapshot are not, so one
-// does. Either way Redis ends holding the file.
+// is being made, but before the copy takes its base, are in that copy, so
+// it is written once; changes that overflow it after the base are neither
+// in the copy nor queued, so the copy is abandoned before its switch and
+// written again. Either way one copy becomes live and Redis ends holding
+// the file.
 func TestOverflowDuringACopy(t *testing.T) {
 	const maxQueue = 50
 	for _, c := range []struct {
-		name           string
-		beforeSnapshot bool
-		copies         uint64 // after the first, to restore the copy lost
+		name       string
+		beforeBase bool
+		starts     int32 // copies started, to restore the copy lost
 	}{
-		{"before the snapshot", true, 1},
-		{"after the snapshot", false, 2},
+		{"before the base", true, 1},
+		{"after the base", false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := redistest.StartServer(t)
-			r := dial(t, s.URL(), false)
+			starts := &countingStarts{Redis: dial(t, s.URL(), false)}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})
-			m, err := Attach(f, r, "overflow", &Options{MaxQueue: maxQueue, Backoff: time.Millisecond})
+			m, err := Attach(f, starts, "overflow", &Options{MaxQueue: maxQueue, Backoff: time.Millisecond})
 			require.NoError(t, err)
 			defer m.Close()
 			require.NoError(t, m.Flush(ctx))
@@ -352,23 +354,38 @@ func TestOverflowDuringACopy(t *testing.T) {
 				}
 			}
 			var once sync.Once
-			m.snapshot = func() (*engine.Snapshot, error) {
-				if c.beforeSnapshot {
+			m.outline = func() engine.Stats {
+				if c.beforeBase {
 					once.Do(overflow)
-					return f.Snapshot()
+					return f.Stats()
 				}
-				snap, err := f.Snapshot()
+				base := f.Stats()
 				once.Do(overflow)
-				return snap, err
+				return base
 			}
 			s.Restart() // Redis loses its copy: the next change finds out
+			starts.n.Store(0)
 			require.NoError(t, f.Add(key(0), 0))
 			require.NoError(t, m.Flush(ctx)) // the copy, and so the overflow, is done
 			require.NoError(t, m.Flush(ctx)) // and whatever follows from it
-			requireSame(t, ctx, r, "overflow", f)
-			assert.Equal(t, first+c.copies, m.Stats().Recopies, "%+v", m.Stats())
+			requireSame(t, ctx, starts, "overflow", f)
+			assert.Equal(t, first+1, m.Stats().Recopies, "%+v", m.Stats())
+			assert.Equal(t, c.starts, starts.n.Load(), "copies started")
 		})
 	}
+}
+
+// countingStarts counts the full copies started through it.
+type countingStarts struct {
+	Redis
+	n atomic.Int32
+}
+
+func (c *countingStarts) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == startScript {
+		c.n.Add(1)
+	}
+	return c.Redis.Eval(ctx, s, readOnly, keys, args...)
 }
 
 // failingSwitch is a client whose switch to a new copy fails: the writer
@@ -462,10 +479,16 @@ func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.Universal
 	assert.Equal(t, "list", raw.Type(ctx, keys{name}.pending()).Val())
 	require.NoError(t, raw.Del(ctx, keys{name}.pending()).Err())
 
-	// A record the mirror did not write deletes nothing but itself; one
-	// that names the live copy leaves it alone.
-	for _, record := range []string{"garbage", "2 4096 " + encodeDir(small.Stats().SubFilters), "9 64 [{\"level\":0,\"blocks\":1099511627776}]"} {
-		require.NoError(t, raw.Set(ctx, keys{name}.pending(), record, 0).Err())
+	// A pending hash the mirror did not write deletes nothing but itself;
+	// one that names the live copy leaves it alone.
+	live := small.Stats()
+	huge := []engine.SubFilterStats{{Level: 0, Capacity: 1000, K: 7, Blocks: 1 << 40}}
+	for _, record := range [][]any{
+		{"garbage", "fields"},
+		metaFields(2, live.MemSeq, 4096, live.Config, live.SubFilters),
+		metaFields(9, 1, 64, live.Config, huge),
+	} {
+		require.NoError(t, raw.HSet(ctx, keys{name}.pending(), record...).Err())
 		require.NoError(t, discardPending(ctx, r, keys{name}))
 		requireSame(t, ctx, r, name, small)
 		assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"), "record %q", record)

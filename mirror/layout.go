@@ -27,9 +27,10 @@ func newKeys(name string) (keys, error) {
 
 func (k keys) meta() string { return "{" + k.name + "}:meta" }
 
-// pending names the record of a copy being written: its generation, part
-// size and directory, so that a copy that never became live (its writer
-// stopped, or Redis failed, before the switch) can be found and deleted.
+// pending names the hash of a copy being written, shaped as the meta hash:
+// the switch renames it to the meta hash, and a copy that never became
+// live (its writer stopped, or Redis failed, before the switch) is found
+// through it and deleted.
 func (k keys) pending() string { return "{" + k.name + "}:pending" }
 
 func (k keys) part(gen uint64, level int, part uint64) string {
@@ -88,50 +89,44 @@ func encodeTallies(count, maxID, nonZero uint64) string {
 
 func tallyField(level int) string { return "t:" + strconv.Itoa(level) }
 
-// maxPendingParts bounds the parts a pending record may name: more is not a
-// record the mirror wrote, and its parts are left alone.
+// maxPendingParts bounds the parts a pending hash may name: more is not a
+// copy the mirror wrote, and its parts are left alone.
 const maxPendingParts = 1 << 16
 
-// encodePending is the pending record of a copy of subs, written under gen
-// in parts of partBytes.
-func encodePending(gen, partBytes uint64, subs []engine.SubFilterStats) string {
-	return fmt.Sprintf("%d %d %s", gen, partBytes, encodeDir(subs))
+// metaFields is the meta hash of a copy, as field and value pairs: the live
+// copy's, or a pending copy's before its switch.
+func metaFields(gen, seq, partBytes uint64, cfg engine.Config, subs []engine.SubFilterStats) []any {
+	fields := []any{"format", format, "gen", gen, "seq", seq, "config", encodeConfig(cfg), "part", partBytes, "dir", encodeDir(subs)}
+	for _, sub := range subs {
+		fields = append(fields, tallyField(sub.Level), encodeTallies(sub.Count, sub.MaxID, sub.NonZero))
+	}
+	return fields
 }
 
-// pendingParts reads a pending record and names the parts of its copy. A
-// record that does not parse, or names more than maxPendingParts, names
-// none.
-func (k keys) pendingParts(record string) (gen uint64, names []string) {
-	var partBytes uint64
-	var dirJSON string
-	if n, _ := fmt.Sscanf(record, "%d %d %s", &gen, &partBytes, &dirJSON); n != 3 || partBytes == 0 {
-		return 0, nil
-	}
-	var dir []subJSON
-	if json.Unmarshal([]byte(dirJSON), &dir) != nil {
-		return 0, nil
-	}
-	counts := make([]uint64, len(dir))
+// partCount is the number of parts copy c is written in, or false if that
+// is more than limit.
+func partCount(c copyMeta, limit uint64) (uint64, bool) {
 	total := uint64(0)
-	for i, d := range dir {
-		if d.Level < 0 || d.Level >= 64 || d.Blocks > math.MaxUint64/64 {
-			return 0, nil
+	for _, sub := range c.subs {
+		if sub.Blocks > math.MaxUint64/64 {
+			return 0, false
 		}
-		size := d.Blocks * 64
-		counts[i] = size / partBytes
-		if size%partBytes != 0 {
-			counts[i]++
-		}
-		if total += counts[i]; counts[i] > maxPendingParts || total > maxPendingParts {
-			return 0, nil
+		if total += parts(sub.Blocks*64, c.part); total > limit {
+			return 0, false
 		}
 	}
-	for i, d := range dir {
-		for p := range counts[i] {
-			names = append(names, k.part(gen, d.Level, p))
+	return total, true
+}
+
+// copyParts names the parts of copy c, oldest sub-filter first.
+func (k keys) copyParts(c copyMeta) []string {
+	var names []string
+	for _, sub := range c.subs {
+		for p := range parts(sub.Blocks*64, c.part) {
+			names = append(names, k.part(c.gen, sub.Level, p))
 		}
 	}
-	return gen, names
+	return names
 }
 
 // decodeMeta reads HGETALL's answer. Nothing in it is trusted: every field

@@ -86,18 +86,23 @@ type Mirror struct {
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
-	// snapshot is f.Snapshot; tests replace it to change the filter just
-	// before or after a copy's snapshot.
-	snapshot func() (*engine.Snapshot, error)
-	wake     chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
+	// outline is f.Stats, what a full copy starts from; tests replace it to
+	// change the filter just before or after a copy starts.
+	outline func() engine.Stats
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	// ctx ends with Close, so that a copy in progress stops with it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	// The shipper goroutine alone uses these: what the live copy in
-	// Redis is.
-	gen  uint64
-	seq  uint64
-	subs []engine.SubFilterStats
+	// The shipper goroutine alone uses these: what the copy it ships to
+	// is, the live one, or while staging a full copy catching up before
+	// its switch.
+	gen     uint64
+	seq     uint64
+	subs    []engine.SubFilterStats
+	staging bool
 }
 
 // Attach starts mirroring f into Redis under name: a full copy first (what
@@ -108,8 +113,10 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	if err != nil {
 		return nil, err
 	}
-	m := &Mirror{f: f, r: r, keys: k, opts: opts.withDefaults(), snapshot: f.Snapshot,
+	o := opts.withDefaults()
+	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, outline: f.Stats,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.acked = sync.NewCond(&m.mu)
 	m.mu.needCopy, m.mu.copyReason = true, "attached: what Redis holds is not known"
 	if _, err := f.OnCommit(m.enqueue); err != nil {
@@ -177,6 +184,11 @@ func (m *Mirror) run() {
 			if !progressed {
 				break
 			}
+			select {
+			case <-m.stop:
+				return
+			default:
+			}
 		}
 	}
 }
@@ -207,32 +219,57 @@ func (m *Mirror) record(err error) {
 	}
 }
 
-// copyAll writes a full copy of the filter under a new generation and makes
-// it live, then drops the queued changes it already holds.
+// copyAll writes a full copy of the filter under a new generation, brings
+// it up to date with the changes committed while it was written, and makes
+// it live. The filter is never stopped for longer than a piece of its
+// counters takes to copy (engine.Filter.CopyCounters), and the copy holds
+// no more of them in memory than one chunk.
 func (m *Mirror) copyAll() error {
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
-	defer cancel()
+	ctx := m.ctx
 	m.mu.Lock()
 	reason := m.mu.copyReason
 	m.mu.Unlock()
-	snap, err := m.snapshot()
+	base := m.outline()
+	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts.PartBytes)
+	if errors.Is(err, engine.ErrNoSubFilter) {
+		return nil // a sub-filter was retired under the copy: copy again
+	}
 	if err != nil {
 		return err
 	}
-	gen, err := writeCopy(ctx, m.r, m.keys, snap, m.opts.PartBytes)
-	if err != nil {
-		return err
-	}
-	m.gen, m.seq, m.subs = gen, snap.MemSeq(), snap.SubFilters()
+	m.gen, m.seq, m.subs, m.staging = gen, base.MemSeq, base.SubFilters, true
+	defer func() { m.staging = false }()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	drop := 0
 	for waiting := m.mu.queue.waiting(); drop < len(waiting) && waiting[drop].seq <= m.seq; {
 		drop++
 	}
 	m.mu.queue.drop(drop)
-	// Another copy is needed only if the queue gave up on changes the copy
-	// does not hold: it may have overflowed before the snapshot, or after.
+	lost := m.mu.abandoned > m.seq
+	m.mu.Unlock()
+	// The copy holds every change up to its base and some later ones; the
+	// queue holds every later one, unless it gave up on some. Replayed in
+	// order, they leave each block as the filter has it.
+	if lost {
+		return nil // the queue gave up on changes after the base: copy again
+	}
+	for target := m.f.Stats().MemSeq; m.seq < target; {
+		m.mu.Lock()
+		batch := m.mu.queue.waiting()[:min(m.mu.queue.len(), m.opts.BatchSize)]
+		m.mu.Unlock()
+		if len(batch) == 0 || batch[0].seq != m.seq+1 {
+			return nil // the queue overflowed meanwhile: copy again
+		}
+		if err := m.ship(batch); err != nil {
+			return err
+		}
+	}
+	if err := switchCopy(ctx, m.r, m.keys, old, gen, m.seq); err != nil {
+		return err
+	}
+	m.staging = false
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.mu.needCopy = m.mu.abandoned > m.seq
 	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.stats.Recopies++
@@ -243,7 +280,8 @@ func (m *Mirror) copyAll() error {
 }
 
 // Push writes a full copy of f into Redis under name, replacing what is
-// there, in one switch: checkers see the old copy or the new.
+// there, in one switch: checkers see the old copy or the new. The copy is
+// f's Snapshot, exact at one sequence.
 func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) error {
 	k, err := newKeys(name)
 	if err != nil {
@@ -253,83 +291,128 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 	if err != nil {
 		return err
 	}
-	_, err = writeCopy(ctx, r, k, snap, opts.withDefaults().PartBytes)
-	return err
+	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), opts.withDefaults().PartBytes)
+	if err != nil {
+		return err
+	}
+	return switchCopy(ctx, r, k, old, gen, snap.MemSeq())
 }
 
-// writeCopy writes snap under the generation after the live one and
-// switches to it. It returns the new generation.
-func writeCopy(ctx context.Context, r Redis, k keys, snap *engine.Snapshot, partBytes uint64) (uint64, error) {
+// copySource is what a full copy is written from: a filter's parameters,
+// the sequence the copy starts at, its sub-filters with their tallies at
+// that sequence, and their counters, read a span at a time.
+type copySource struct {
+	config engine.Config
+	seq    uint64
+	subs   []engine.SubFilterStats
+	read   func(i int, offset uint64, dst []byte) error
+}
+
+// snapshotSource copies from a snapshot, exact at its sequence.
+func snapshotSource(snap *engine.Snapshot) copySource {
+	return copySource{config: snap.Config(), seq: snap.MemSeq(), subs: snap.SubFilters(),
+		read: func(i int, offset uint64, dst []byte) error {
+			copy(dst, snap.Counters(i)[offset:])
+			return nil
+		}}
+}
+
+// liveSource copies from the filter itself while it changes, starting at
+// base, a Stats taken between two changes: what it reads holds every change
+// up to base.MemSeq and perhaps later ones, which the caller replays.
+func liveSource(f *engine.Filter, base engine.Stats) copySource {
+	return copySource{config: base.Config, seq: base.MemSeq, subs: base.SubFilters,
+		read: func(i int, offset uint64, dst []byte) error {
+			return f.CopyCounters(base.SubFilters[i].Level, offset, dst)
+		}}
+}
+
+// writeCopy writes src under the generation after the live one and leaves
+// it pending, not yet live. It returns what the live copy was, and the new
+// generation.
+func writeCopy(ctx context.Context, r Redis, k keys, src copySource, partBytes uint64) (copyMeta, uint64, error) {
 	old, err := readMeta(ctx, r, k)
 	if err != nil && !errors.Is(err, ErrNotMirrored) {
-		return 0, err // a foreign value under the name is refused, not overwritten
+		return copyMeta{}, 0, err // a foreign value under the name is refused, not overwritten
 	}
 	gen := old.gen + 1
 	if err := discardPending(ctx, r, k); err != nil {
-		return 0, err
+		return copyMeta{}, 0, err
 	}
-	// The record names what this copy writes before it writes it, so that a
-	// copy that never becomes live is deleted by the next one.
-	if _, err := r.Eval(ctx, writeScript, false, []string{k.pending()}, 0, encodePending(gen, partBytes, snap.SubFilters())); err != nil {
-		return 0, fmt.Errorf("mirror: writing a copy: %w", err)
+	// The pending hash names what this copy writes before it writes it, so
+	// that a copy that never becomes live is deleted by the next one.
+	if _, err := r.Eval(ctx, startScript, false, []string{k.pending()}, metaFields(gen, src.seq, partBytes, src.config, src.subs)...); err != nil {
+		return copyMeta{}, 0, fmt.Errorf("mirror: starting a copy: %w", err)
 	}
 	const chunk = 8 << 20
-	for i, sub := range snap.SubFilters() {
-		counters := snap.Counters(i)
-		for p := range parts(uint64(len(counters)), partBytes) {
-			part := counters[p*partBytes : min(uint64(len(counters)), (p+1)*partBytes)]
+	buf := make([]byte, min(chunk, partBytes, largest(src.subs)))
+	for i, sub := range src.subs {
+		size := sub.Blocks * 64
+		for p := range parts(size, partBytes) {
 			key := k.part(gen, sub.Level, p)
-			for off := uint64(0); off < uint64(len(part)); off += chunk {
-				if _, err := r.Eval(ctx, writeScript, false, []string{key}, off, part[off:min(uint64(len(part)), off+chunk)]); err != nil {
-					return 0, fmt.Errorf("mirror: writing a copy: %w", err)
+			partSize := min(partBytes, size-p*partBytes)
+			for off := uint64(0); off < partSize; off += chunk {
+				piece := buf[:min(uint64(len(buf)), partSize-off)]
+				if err := src.read(i, p*partBytes+off, piece); err != nil {
+					return copyMeta{}, 0, err
+				}
+				if _, err := r.Eval(ctx, writeScript, false, []string{key}, off, piece); err != nil {
+					return copyMeta{}, 0, fmt.Errorf("mirror: writing a copy: %w", err)
 				}
 			}
 		}
 	}
-	keys := []string{k.meta()}
-	for _, sub := range old.subs {
-		for p := range parts(sub.Blocks*64, max(old.part, 64)) {
-			keys = append(keys, k.part(old.gen, sub.Level, p))
-		}
+	return old, gen, nil
+}
+
+// largest is the size of the largest sub-filter's counters.
+func largest(subs []engine.SubFilterStats) uint64 {
+	size := uint64(0)
+	for _, sub := range subs {
+		size = max(size, sub.Blocks*64)
 	}
-	keys = append(keys, k.pending())
-	args := []any{format, gen, snap.MemSeq(), encodeConfig(snap.Config()), partBytes, encodeDir(snap.SubFilters())}
-	for _, sub := range snap.SubFilters() {
-		args = append(args, tallyField(sub.Level), encodeTallies(sub.Count, sub.MaxID, sub.NonZero))
+	return size
+}
+
+// switchCopy makes the pending copy of generation gen, at sequence seq,
+// live, and deletes old.
+func switchCopy(ctx context.Context, r Redis, k keys, old copyMeta, gen, seq uint64) error {
+	keys := append([]string{k.meta(), k.pending()}, k.copyParts(old)...)
+	if _, err := r.Eval(ctx, switchScript, false, keys, gen, seq); err != nil {
+		return fmt.Errorf("mirror: switching to the new copy: %w", err)
 	}
-	if _, err := r.Eval(ctx, switchScript, false, keys, args...); err != nil {
-		return 0, fmt.Errorf("mirror: switching to the new copy: %w", err)
-	}
-	return gen, nil
+	return nil
 }
 
 // discardPending deletes a copy that was being written and never became
 // live (its writer stopped, or Redis failed, before the switch): the parts
-// its pending record names, a few at a time, then the record.
+// its pending hash names, a few at a time, then the hash. A pending hash
+// that does not parse, or names more than maxPendingParts, is deleted
+// alone.
 func discardPending(ctx context.Context, r Redis, k keys) error {
-	answer, err := r.Eval(ctx, pendingScript, false, []string{k.pending()})
+	answer, err := r.Eval(ctx, metaScript, false, []string{k.pending()})
 	if err != nil {
 		if strings.Contains(err.Error(), "WRONGTYPE") {
 			return fmt.Errorf("%w: %s is not a tallybloom mirror's: %v", ErrBadAnswer, k.pending(), err)
 		}
 		return fmt.Errorf("mirror: reading %s: %w", k.pending(), err)
 	}
-	record, ok := answer.(string)
-	if !ok {
-		return fmt.Errorf("%w: %s is %T", ErrBadAnswer, k.pending(), answer)
-	}
-	if record == "" {
+	pending, err := decodeMeta(answer)
+	if errors.Is(err, ErrNotMirrored) {
 		return nil
 	}
-	gen, names := k.pendingParts(record)
+	var names []string
+	if _, ok := partCount(pending, maxPendingParts); ok && err == nil {
+		names = k.copyParts(pending)
+	}
 	const batch = 1024
 	for {
 		n := min(batch, len(names))
 		last := 0
 		if n == len(names) {
-			last = 1 // the record goes with the last parts, so none is forgotten
+			last = 1 // the hash goes with the last parts, so none is forgotten
 		}
-		if _, err := r.Eval(ctx, discardScript, false, append([]string{k.meta(), k.pending()}, names[:n]...), gen, last); err != nil {
+		if _, err := r.Eval(ctx, discardScript, false, append([]string{k.meta(), k.pending()}, names[:n]...), pending.gen, last); err != nil {
 			return fmt.Errorf("mirror: deleting a copy that never became live: %w", err)
 		}
 		if names = names[n:]; len(names) == 0 {
@@ -344,10 +427,11 @@ func (m *Mirror) ship(batch []change) error {
 		m.needCopyNow(fmt.Sprintf("the queue starts at change %d, Redis holds %d", batch[0].seq, m.seq))
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.Timeout)
-	defer cancel()
 	keys, args := m.shipArgs(batch)
-	answer, err := m.r.Eval(ctx, shipScript, false, keys, args...)
+	if m.staging {
+		keys[0] = m.keys.pending()
+	}
+	answer, err := m.r.Eval(m.ctx, shipScript, false, keys, args...)
 	code := scriptError(err)
 	var applied uint64
 	switch {
@@ -466,6 +550,9 @@ func (m *Mirror) acknowledge(batch []change, seq uint64, resent bool) {
 		m.mu.queue.drop(n)
 	}
 	m.mu.stats.QueueDepth = m.mu.queue.len()
+	if m.staging {
+		return // not live until the switch
+	}
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
 	m.mu.acked.Broadcast()
 }
@@ -536,7 +623,8 @@ func (m *Mirror) Stats() Stats {
 }
 
 // Close stops the mirror; changes not yet in Redis stay out of it (Flush
-// first to wait for them).
+// first to wait for them), and a full copy in progress stops where it is,
+// never live, for the next copy to delete.
 func (m *Mirror) Close() error {
 	select {
 	case <-m.stop:
@@ -545,6 +633,7 @@ func (m *Mirror) Close() error {
 	}
 	_, err := m.f.OnCommit(nil)
 	close(m.stop)
+	m.cancel()
 	<-m.done
 	if errors.Is(err, engine.ErrClosed) {
 		err = nil

@@ -19,11 +19,12 @@ func scriptError(err error) string {
 // cluster too; errors they raise start with TB so the mirror tells them
 // from Redis's own.
 
-// metaScript reads the meta hash.
+// metaScript reads the meta hash, or the pending one.
 var metaScript = newScript(`return redis.call('HGETALL', KEYS[1])`)
 
 // shipScript applies a batch of changes if Redis's sequence is the one the
-// batch follows. KEYS[1] is the meta hash, the others counter parts.
+// batch follows. KEYS[1] is the meta hash, or the pending hash of a copy
+// catching up before its switch; the others are counter parts.
 // ARGV: from, to, gen, then operations:
 //
 //	c <key index> <offset> <bytes>  write counter bytes
@@ -74,24 +75,27 @@ redis.call('HSET', meta, 'seq', to)
 return 'OK'
 `)
 
-// writeScript writes bytes into a part of a copy not yet live, or the
-// pending record. KEYS[1] is the key; ARGV: offset, bytes. At offset 0 the
-// bytes replace the key's value, so nothing of an earlier value is left past
-// their end.
+// writeScript writes bytes into a part of a copy not yet live. KEYS[1] is
+// the part; ARGV: offset, bytes. At offset 0 the bytes replace the key's
+// value, so nothing of an earlier value is left past their end.
 var writeScript = newScript(`
 if ARGV[1] == '0' then return redis.call('SET', KEYS[1], ARGV[2]) end
 return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]), ARGV[2])
 `)
 
-// pendingScript reads the pending record, or an empty string if there is
-// none.
-// KEYS[1] is the record.
-var pendingScript = newScript(`return redis.call('GET', KEYS[1]) or ''`)
+// startScript starts a copy: it writes the pending hash, shaped as the meta
+// hash, naming the parts the copy will write before any is written.
+// KEYS[1] is the pending hash; ARGV: its field and value pairs.
+var startScript = newScript(`
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 'OK'
+`)
 
-// discardScript deletes parts a pending record names, unless they are the
-// live copy's, and with the last of them the record. KEYS[1] is the meta
-// hash, KEYS[2] the record, the others the parts; ARGV: the record's
-// generation, then 1 for the last parts.
+// discardScript deletes parts a pending hash names, unless they are the
+// live copy's, and with the last of them the hash. KEYS[1] is the meta
+// hash, KEYS[2] the pending one, the others the parts; ARGV: the pending
+// copy's generation, then 1 for the last parts.
 var discardScript = newScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then
   for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -100,16 +104,17 @@ if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
 return 'OK'
 `)
 
-// switchScript makes a written copy live in one step, deleting the old
-// one. KEYS[1] is the meta hash, the others the old copy's parts and the
-// pending record. ARGV: format, gen, seq, config, part, dir, then tally
-// field and value pairs.
+// switchScript makes a written copy live in one step: it deletes the old
+// copy and renames the pending hash to the meta hash, if the pending copy
+// is still the one of generation ARGV[1] at sequence ARGV[2] (another
+// process's copy may have replaced it). KEYS[1] is the meta hash, KEYS[2]
+// the pending one, the others the old copy's parts.
 var switchScript = newScript(`
-local meta = KEYS[1]
-for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
-redis.call('DEL', meta)
-redis.call('HSET', meta, 'format', ARGV[1], 'gen', ARGV[2], 'seq', ARGV[3], 'config', ARGV[4], 'part', ARGV[5], 'dir', ARGV[6])
-for i = 7, #ARGV, 2 do redis.call('HSET', meta, ARGV[i], ARGV[i+1]) end
+if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] or redis.call('HGET', KEYS[2], 'seq') ~= ARGV[2] then
+  return redis.error_reply('TBPENDING')
+end
+for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('RENAME', KEYS[2], KEYS[1])
 return 'OK'
 `)
 

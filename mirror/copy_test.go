@@ -1,0 +1,238 @@
+//go:build unix
+
+package mirror
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
+)
+
+// duringCopy is a client that calls hook with the key of every part a full
+// copy writes, before writing it: a test changes the filter there, in the
+// middle of a copy. It calls switched once a copy became live.
+type duringCopy struct {
+	Redis
+	hook     func(part string)
+	switched func()
+}
+
+func (d duringCopy) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == writeScript {
+		d.hook(keys[0])
+	}
+	answer, err := d.Redis.Eval(ctx, s, readOnly, keys, args...)
+	if s == switchScript && err == nil {
+		d.switched()
+	}
+	return answer, err
+}
+
+// TestCopyWhileTheFilterChanges: a full copy is written while the filter
+// keeps changing: adds and removes into blocks already copied and blocks
+// not yet copied, a sub-filter opened, sub-filters retired, before and
+// while their counters are copied. The copy catches up before it becomes
+// live, and Redis ends holding exactly the file.
+func TestCopyWhileTheFilterChanges(t *testing.T) {
+	s := redistest.StartServer(t)
+	base := dial(t, s.URL(), false)
+	cfg := engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 7}
+	for _, c := range []struct {
+		name   string
+		keys   uint64 // added before the mirror attaches
+		at     string // the part whose write triggers the change
+		change func(t *testing.T, f *engine.Filter, next *uint64)
+		starts int32
+	}{
+		{"adds and removes", 15_000, ":l0:p20", func(t *testing.T, f *engine.Filter, next *uint64) {
+			addKeys(t, f, next, 3_000)
+			for i := uint64(1); i <= 3_000; i += 3 {
+				require.NoError(t, f.Remove(key(i), i))
+			}
+		}, 1},
+		{"a sub-filter opened", 15_000, ":l0:p10", func(t *testing.T, f *engine.Filter, next *uint64) {
+			addKeys(t, f, next, 8_000)
+			require.Len(t, f.Stats().SubFilters, 2)
+		}, 1},
+		{"a sub-filter retired while it is copied", 25_000, ":l0:p5", func(t *testing.T, f *engine.Filter, next *uint64) {
+			dropOldest(t, f)
+			addKeys(t, f, next, 100)
+		}, 2},
+		{"a sub-filter retired once copied", 25_000, ":l1:p0", func(t *testing.T, f *engine.Filter, next *uint64) {
+			dropOldest(t, f)
+			addKeys(t, f, next, 100)
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			f := newFilter(t, cfg)
+			next := uint64(1)
+			addKeys(t, f, &next, c.keys)
+			name := strings.ReplaceAll(c.name, " ", "-")
+			triggered := atomic.Bool{}
+			r := &countingStarts{Redis: duringCopy{base, func(part string) {
+				if strings.HasSuffix(part, c.at) && triggered.CompareAndSwap(false, true) {
+					c.change(t, f, &next)
+				}
+			}, func() {
+				// Nothing changes the filter after the change above, so the
+				// copy, caught up before its switch, is the file's.
+				sameAsFile(t, ctx, base, name, f)
+			}}}
+			m, err := Attach(f, r, name, smallParts)
+			require.NoError(t, err)
+			defer m.Close()
+			require.NoError(t, m.Flush(ctx))
+			require.True(t, triggered.Load(), "the change ran during the copy")
+			requireSame(t, ctx, r, name, f)
+			assert.Equal(t, uint64(1), m.Stats().Recopies)
+			assert.Equal(t, c.starts, r.n.Load(), "copies started")
+
+			// The mirror goes on shipping to the copy it made live.
+			addKeys(t, f, &next, 50)
+			require.NoError(t, m.Flush(ctx))
+			requireSame(t, ctx, r, name, f)
+		})
+	}
+}
+
+// sameAsFile is requireSame for another goroutine than the test's: it
+// reports a difference and goes on.
+func sameAsFile(t *testing.T, ctx context.Context, r Redis, name string, f *engine.Filter) {
+	local, err := f.Snapshot()
+	if !assert.NoError(t, err) {
+		return
+	}
+	remote, err := Pull(ctx, r, name)
+	if !assert.NoError(t, err) {
+		return
+	}
+	assert.Equal(t, local.MemSeq(), remote.MemSeq(), "sequence of the copy made live")
+	assert.Equal(t, local.SubFilters(), remote.SubFilters(), "directory and tallies of the copy made live")
+	for i := range min(len(local.SubFilters()), len(remote.SubFilters())) {
+		assert.Equal(t, local.Counters(i), remote.Counters(i), "counters of sub-filter %d of the copy made live", i)
+	}
+}
+
+func addKeys(t *testing.T, f *engine.Filter, next *uint64, n uint64) {
+	t.Helper()
+	for range n {
+		require.NoError(t, f.Add(key(*next), *next))
+		*next++
+	}
+}
+
+// dropOldest retires the oldest sub-filter.
+func dropOldest(t *testing.T, f *engine.Filter) {
+	t.Helper()
+	dropped, err := f.DropBefore(f.Stats().SubFilters[1].FirstID)
+	require.NoError(t, err)
+	require.Equal(t, 1, dropped)
+}
+
+// TestCopyTakesAChunkOfMemory: a full copy into Redis reads the filter a
+// chunk at a time instead of copying all of its counters into memory first,
+// so a service mirroring a filter of many gigabytes does not need as much
+// again to recopy it.
+func TestCopyTakesAChunkOfMemory(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Seed: 8})
+	counters := f.Stats().CounterBytes
+	require.Greater(t, counters, uint64(32<<20))
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m, err := Attach(f, r, "large", nil)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes allocated to copy %d bytes of counters", allocated, counters)
+	assert.Less(t, allocated, uint64(16<<20), "bytes allocated to copy %d bytes of counters", counters)
+	requireSame(t, ctx, r, "large", f)
+}
+
+// slowWrites is a client whose writes of a copy's parts each take delay.
+type slowWrites struct {
+	Redis
+	delay time.Duration
+}
+
+func (s slowWrites) Eval(ctx context.Context, sc *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if sc == writeScript {
+		time.Sleep(s.delay)
+	}
+	return s.Redis.Eval(ctx, sc, readOnly, keys, args...)
+}
+
+// TestTimeoutBoundsEachCall: Options.Timeout bounds each call to Redis, not
+// a whole copy, so a copy of many parts, longer than the timeout in all,
+// still becomes live.
+func TestTimeoutBoundsEachCall(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := slowWrites{dial(t, s.URL(), false), 20 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 9})
+	next := uint64(1)
+	addKeys(t, f, &next, 1_000)
+	opts := &Options{PartBytes: 4096, Timeout: 300 * time.Millisecond, Backoff: 10 * time.Millisecond}
+	subs := f.Stats().SubFilters
+	require.Greater(t, parts(subs[0].Bytes, opts.PartBytes), uint64(30), "the copy's writes take longer than the timeout in all")
+	m, err := Attach(f, r, "slow", opts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "slow", f)
+	assert.Equal(t, uint64(1), m.Stats().Recopies)
+}
+
+// countingWrites counts a copy's writes of parts, and calls first after
+// the first.
+type countingWrites struct {
+	slowWrites
+	n     *atomic.Int32
+	first func()
+}
+
+func (c countingWrites) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	answer, err := c.slowWrites.Eval(ctx, s, readOnly, keys, args...)
+	if s == writeScript && c.n.Add(1) == 1 {
+		c.first()
+	}
+	return answer, err
+}
+
+// TestCloseStopsACopy: Close does not wait for a full copy in progress to
+// be written to the end.
+func TestCloseStopsACopy(t *testing.T) {
+	s := redistest.StartServer(t)
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 10})
+	opts := &Options{PartBytes: 4096}
+	total := int32(parts(f.Stats().SubFilters[0].Bytes, opts.PartBytes))
+	require.Greater(t, total, int32(30))
+	writes := &atomic.Int32{}
+	started := make(chan struct{})
+	r := countingWrites{slowWrites{dial(t, s.URL(), false), 10 * time.Millisecond}, writes, func() { close(started) }}
+	m, err := Attach(f, r, "closing", opts)
+	require.NoError(t, err)
+	<-started
+	require.NoError(t, m.Close())
+	assert.Less(t, writes.Load(), total, "parts written when Close returned, of %d", total)
+	_, err = NewChecker(context.Background(), r, "closing")
+	assert.ErrorIs(t, err, ErrNotMirrored, "the copy never became live")
+}
