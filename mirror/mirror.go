@@ -56,7 +56,7 @@ type Stats struct {
 	Shipped    uint64 // sequence of the last change sent to Redis
 	Acked      uint64 // sequence Redis holds
 	QueueDepth int    // changes waiting for Redis
-	Recopies   uint64 // full copies written
+	Recopies   uint64 // full copies made live
 	Resends    uint64 // batches Redis had already applied
 	LastError  string // the last failure, "" after a success
 	// RecopyReason says why the last full copy was written.
