@@ -313,7 +313,7 @@ func (f *Filter) flushLocked() error {
 
 // Close flushes the filter and releases the file. Close must not run
 // concurrently with other calls on the filter; calls after Close return
-// ErrClosed (Contains returns false).
+// ErrClosed (Contains returns false, and Stats the state at Close).
 func (f *Filter) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -321,6 +321,7 @@ func (f *Filter) Close() error {
 		return ErrClosed
 	}
 	err := f.flushLocked()
+	f.mu.closedStats = f.statsLocked()
 	f.closed.Store(true)
 	f.unmapAll()
 	return errors.Join(err, f.file.Close())

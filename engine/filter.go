@@ -66,6 +66,9 @@ type Filter struct {
 		onCommit     func(*Change)
 		event        Change
 		eventTallies Tallies
+		// closedStats is the filter's Stats when it closed, what Stats
+		// reports after Close, when nothing it reads is mapped.
+		closedStats Stats
 	}
 }
 

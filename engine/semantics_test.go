@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -1024,4 +1025,60 @@ func fileSize(t *testing.T, f *Filter) int64 {
 	size, err := f.file.Size()
 	require.NoError(t, err)
 	return size
+}
+
+// TestEveryCallAfterClose: once a filter is closed, nothing it mapped is
+// read: every call returns ErrClosed, Contains false, and Stats the state
+// at Close, for a writer and for a reader.
+func TestEveryCallAfterClose(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01, Seed: 13})
+	for i := range uint64(1500) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	reader, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		f    *Filter
+	}{{"writer", f}, {"reader", reader}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f
+			before := f.Stats()
+			require.NoError(t, f.Close())
+			before.DiskSeq = before.MemSeq // Close flushed
+			assert.Equal(t, before, f.Stats(), "the state at Close")
+			assert.False(t, f.Contains(key(1)))
+			assert.False(t, f.ContainsString("x"))
+			assert.Equal(t, []bool{false}, f.ContainsBatch([][]byte{key(1)}, nil))
+			_, err := f.TestAndAdd(key(1), 1)
+			assert.ErrorIs(t, err, ErrClosed)
+			_, err = f.TestAndAddString("x", 1)
+			assert.ErrorIs(t, err, ErrClosed)
+			_, err = f.DropBefore(1)
+			assert.ErrorIs(t, err, ErrClosed)
+			_, err = f.RemoveBatch([][]byte{key(1)}, []uint64{1}, nil)
+			assert.ErrorIs(t, err, ErrClosed)
+			_, err = f.Snapshot()
+			assert.ErrorIs(t, err, ErrClosed)
+			_, err = f.OnCommit(nil)
+			assert.ErrorIs(t, err, ErrClosed)
+			for name, err := range map[string]error{
+				"Add":          f.Add(key(1), 1),
+				"AddString":    f.AddString("x", 1),
+				"Remove":       f.Remove(key(1), 1),
+				"RemoveString": f.RemoveString("x", 1),
+				"AddBatch":     f.AddBatch([][]byte{key(1)}, []uint64{1}),
+				"Flush":        f.Flush(),
+				"Close":        f.Close(),
+				"Export":       f.Export(io.Discard),
+				"ExportFrozen": f.ExportFrozen(io.Discard),
+			} {
+				assert.ErrorIs(t, err, ErrClosed, name)
+			}
+			if c.name == "writer" {
+				assert.ErrorIs(t, f.CopyCounters(0, 0, make([]byte, 64)), ErrClosed)
+			}
+			assert.Equal(t, before.Config, f.Config())
+		})
+	}
 }

@@ -79,11 +79,15 @@ func (s SubFilterStats) ExpectedFalsePositiveRate() float64 {
 // Stats reports the filter's state. It reads no counters. In the process
 // that writes the filter it is taken between two changes, so MemSeq and the
 // sub-filters' tallies agree: with OnCommit and CopyCounters, it is what a
-// copy kept up to date by replaying changes starts from.
+// copy kept up to date by replaying changes starts from. After Close it
+// reports the state at Close.
 func (f *Filter) Stats() Stats {
 	f.current()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return f.mu.closedStats
+	}
 	return f.statsLocked()
 }
 
