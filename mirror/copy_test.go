@@ -4,6 +4,7 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -235,4 +236,38 @@ func TestCloseStopsACopy(t *testing.T) {
 	assert.Less(t, writes.Load(), total, "parts written when Close returned, of %d", total)
 	_, err = NewChecker(context.Background(), r, "closing")
 	assert.ErrorIs(t, err, ErrNotMirrored, "the copy never became live")
+}
+
+// flakyWrites is a client that fails every fifth write of a copy's parts,
+// as a connection lost with its answer would.
+type flakyWrites struct {
+	Redis
+	n *atomic.Int32
+}
+
+func (f flakyWrites) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == writeScript && f.n.Add(1)%5 == 0 {
+		return nil, errors.New("connection reset")
+	}
+	return f.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
+
+// TestCopyOutlivesLostWrites: a copy writes a piece again when a call
+// fails, instead of starting over, so a copy of many parts completes over
+// a connection that drops an answer now and then.
+func TestCopyOutlivesLostWrites(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := &countingStarts{Redis: flakyWrites{dial(t, s.URL(), false), &atomic.Int32{}}}
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 14})
+	next := uint64(1)
+	addKeys(t, f, &next, 5_000)
+	require.Greater(t, parts(f.Stats().SubFilters[0].Bytes, smallParts.PartBytes), uint64(10))
+	m, err := Attach(f, r, "flaky", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	assert.Equal(t, int32(1), r.n.Load(), "copies started")
+	requireSame(t, ctx, r, "flaky", f)
 }

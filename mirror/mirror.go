@@ -236,7 +236,7 @@ func (m *Mirror) copyAll() error {
 	reason := m.mu.copyReason
 	m.mu.Unlock()
 	base := m.outline()
-	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts.PartBytes)
+	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts)
 	if errors.Is(err, engine.ErrNoSubFilter) {
 		return nil // a sub-filter was retired under the copy: copy again
 	}
@@ -297,7 +297,7 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 	if err != nil {
 		return err
 	}
-	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), opts.withDefaults().PartBytes)
+	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), opts.withDefaults())
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,8 @@ func liveSource(f *engine.Filter, base engine.Stats) copySource {
 // writeCopy writes src under the generation after the live one and leaves
 // it pending, not yet live. It returns what the live copy was, and the new
 // generation.
-func writeCopy(ctx context.Context, r Redis, k keys, src copySource, partBytes uint64) (copyMeta, uint64, error) {
+func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Options) (copyMeta, uint64, error) {
+	partBytes := opts.PartBytes
 	old, err := readMeta(ctx, r, k)
 	if err != nil && !errors.Is(err, ErrNotMirrored) {
 		return copyMeta{}, 0, err // a foreign value under the name is refused, not overwritten
@@ -362,13 +363,34 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, partBytes u
 				if err := src.read(i, p*partBytes+off, piece); err != nil {
 					return copyMeta{}, 0, err
 				}
-				if _, err := r.Eval(ctx, writeScript, false, []string{key}, off, piece); err != nil {
+				if err := writePart(ctx, r, key, off, piece, opts.Backoff); err != nil {
 					return copyMeta{}, 0, fmt.Errorf("mirror: writing a copy: %w", err)
 				}
 			}
 		}
 	}
 	return old, gen, nil
+}
+
+// writeRetries is how many times a copy writes a piece again after a
+// failed call before it gives up: the write is safe to repeat, and a copy
+// of many gigabytes should not start over for one lost answer.
+const writeRetries = 3
+
+// writePart writes piece at offset off of a part of a copy, trying again
+// after a failed call, pausing backoff and twice as long each time.
+func writePart(ctx context.Context, r Redis, key string, off uint64, piece []byte, backoff time.Duration) error {
+	for attempt := 0; ; attempt++ {
+		_, err := r.Eval(ctx, writeScript, false, []string{key}, off, piece)
+		if err == nil || attempt == writeRetries || scriptError(err) != "" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff << attempt):
+		}
+	}
 }
 
 // largest is the size of the largest sub-filter's counters.
