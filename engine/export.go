@@ -395,7 +395,9 @@ const pieceBytes = 1 << 20
 // ErrInvalidInput for other ranges and for bytes past the sub-filter's end,
 // ErrNoSubFilter if the chain holds no sub-filter at level (it was
 // retired), and ErrReadOnly on a filter opened read-only, which cannot stop
-// its writer.
+// its writer. A level a retirement freed goes to the next sub-filter opened,
+// with the same shape: pieces copied after that are the new sub-filter's,
+// and a replay of the retirement and the opening puts them right.
 func (f *Filter) CopyCounters(level int, offset uint64, dst []byte) error {
 	if f.readOnly {
 		return ErrReadOnly

@@ -72,6 +72,16 @@ func TestCopyWhileTheFilterChanges(t *testing.T) {
 			dropOldest(t, f)
 			addKeys(t, f, next, 100)
 		}, 1},
+		{"a level retired and opened again while it is copied", 25_000, ":l0:p5", func(t *testing.T, f *engine.Filter, next *uint64) {
+			// The new sub-filter takes the lowest free level, the one
+			// being copied, with the same shape: the copy reads on from
+			// it, and the replayed retirement and opening wipe what it read.
+			dropOldest(t, f)
+			addKeys(t, f, next, 35_100)
+			subs := f.Stats().SubFilters
+			require.Len(t, subs, 2)
+			require.Equal(t, 0, subs[1].Level)
+		}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
