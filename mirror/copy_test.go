@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -280,4 +281,39 @@ func TestCopyOutlivesLostWrites(t *testing.T) {
 	require.NoError(t, m.Flush(ctx))
 	assert.Equal(t, int32(1), r.n.Load(), "copies started")
 	requireSame(t, ctx, r, "flaky", f)
+}
+
+// TestTwoCopiesAtOnce: a process pushes a copy of the same name while the
+// mirror writes one (and stops before its switch). The two copies never
+// share parts: the mirror finds its copy replaced, deletes what it wrote
+// and copies again, and Redis ends holding exactly the file and nothing
+// left over.
+func TestTwoCopiesAtOnce(t *testing.T) { eachRedisRaw(t, testTwoCopiesAtOnce) }
+
+func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "twice"
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 15})
+	next := uint64(1)
+	addKeys(t, f, &next, 10_000)
+	other := atomic.Bool{}
+	during := duringCopy{r, func(part string) {
+		if strings.HasSuffix(part, ":l0:p3") && other.CompareAndSwap(false, true) {
+			// Changes into parts the mirror copied already (fewer than a
+			// batch: were the other copy's pending hash taken for the
+			// mirror's own, its sequence would read as these applied),
+			// then the other copy, written whole but never made live.
+			addKeys(t, f, &next, 300)
+			assert.Error(t, Push(ctx, f, failingSwitch{r}, name, smallParts))
+		}
+	}, func() {}}
+	m, err := Attach(f, during, name, smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	require.True(t, other.Load())
+	requireSame(t, ctx, r, name, f)
+	// The mirror's first copy, the other, and the mirror's second.
+	assert.Equal(t, copyKeys(f, name, 3, smallParts.PartBytes), keysLike(t, raw, "{"+name+"}*"))
 }

@@ -10,6 +10,7 @@
 //	{N}:meta            hash: format, gen, seq, config, part, dir, t:<level>
 //	{N}:g<gen>:l<L>:p<P> part P of the counters of the sub-filter at level L
 //	{N}:pending         hash: the copy being written, shaped as meta
+//	{N}:gens            the last generation handed to a copy
 //
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below
@@ -42,7 +43,11 @@
 // sequence. A copy is written again if a sub-filter it was reading was
 // retired, or the queue gave up on a change the copy does not hold. A copy
 // records its keys in the pending hash before it writes them; a copy that
-// never became live is deleted by the next one.
+// never became live is deleted by the next one. Every copy takes a
+// generation no copy had (from {N}:gens), so two processes copying one name
+// at once never write the same parts: the copy whose pending hash the other
+// replaced finds out when it ships into it or switches, deletes its parts
+// and starts again.
 //
 // # Concurrency
 //

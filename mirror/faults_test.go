@@ -425,7 +425,7 @@ func keysLike(t *testing.T, raw redis.UniversalClient, pattern string) []string 
 // copyKeys are the keys a live copy of f at gen takes, meta first.
 func copyKeys(f *engine.Filter, name string, gen uint64, partBytes uint64) []string {
 	k := keys{name}
-	names := []string{k.meta()}
+	names := []string{k.meta(), k.gens()}
 	for _, sub := range f.Stats().SubFilters {
 		for p := range parts(sub.Bytes, partBytes) {
 			names = append(names, k.part(gen, sub.Level, p))
@@ -461,17 +461,17 @@ func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.Universal
 	_, err := NewChecker(ctx, r, name)
 	assert.ErrorIs(t, err, ErrNotMirrored)
 
-	// The next copy, of another shape, takes the same generation.
+	// The next copy, of another shape, takes the next generation.
 	require.NoError(t, Push(ctx, small, r, name, smallParts))
 	requireSame(t, ctx, r, name, small)
-	assert.Equal(t, copyKeys(small, name, 1, 4096), keysLike(t, raw, "{strays}*"))
+	assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"))
 
 	// Stopped again, now beside a live copy, which stays live and whole.
 	assert.Error(t, Push(ctx, chain, failingSwitch{r}, name, smallParts))
 	requireSame(t, ctx, r, name, small)
 	require.NoError(t, Push(ctx, small, r, name, smallParts))
 	requireSame(t, ctx, r, name, small)
-	assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"))
+	assert.Equal(t, copyKeys(small, name, 4, 4096), keysLike(t, raw, "{strays}*"))
 
 	// A foreign value under the record's name is refused, not overwritten.
 	require.NoError(t, raw.RPush(ctx, keys{name}.pending(), "a list").Err())
@@ -485,12 +485,12 @@ func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.Universal
 	huge := []engine.SubFilterStats{{Level: 0, Capacity: 1000, K: 7, Blocks: 1 << 40}}
 	for _, record := range [][]any{
 		{"garbage", "fields"},
-		metaFields(2, live.MemSeq, 4096, live.Config, live.SubFilters),
+		metaFields(4, live.MemSeq, 4096, live.Config, live.SubFilters),
 		metaFields(9, 1, 64, live.Config, huge),
 	} {
 		require.NoError(t, raw.HSet(ctx, keys{name}.pending(), record...).Err())
 		require.NoError(t, discardPending(ctx, r, keys{name}))
 		requireSame(t, ctx, r, name, small)
-		assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"), "record %q", record)
+		assert.Equal(t, copyKeys(small, name, 4, 4096), keysLike(t, raw, "{strays}*"), "record %q", record)
 	}
 }

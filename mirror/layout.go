@@ -33,6 +33,9 @@ func (k keys) meta() string { return "{" + k.name + "}:meta" }
 // through it and deleted.
 func (k keys) pending() string { return "{" + k.name + "}:pending" }
 
+// gens names the last generation handed to a copy (see startScript).
+func (k keys) gens() string { return "{" + k.name + "}:gens" }
+
 func (k keys) part(gen uint64, level int, part uint64) string {
 	return fmt.Sprintf("{%s}:g%d:l%d:p%d", k.name, gen, level, part)
 }
@@ -96,7 +99,12 @@ const maxPendingParts = 1 << 16
 // metaFields is the meta hash of a copy, as field and value pairs: the live
 // copy's, or a pending copy's before its switch.
 func metaFields(gen, seq, partBytes uint64, cfg engine.Config, subs []engine.SubFilterStats) []any {
-	fields := []any{"format", format, "gen", gen, "seq", seq, "config", encodeConfig(cfg), "part", partBytes, "dir", encodeDir(subs)}
+	return append([]any{"gen", gen}, copyFields(seq, partBytes, cfg, subs)...)
+}
+
+// copyFields is metaFields but the generation, which startScript chooses.
+func copyFields(seq, partBytes uint64, cfg engine.Config, subs []engine.SubFilterStats) []any {
+	fields := []any{"format", format, "seq", seq, "config", encodeConfig(cfg), "part", partBytes, "dir", encodeDir(subs)}
 	for _, sub := range subs {
 		fields = append(fields, tallyField(sub.Level), encodeTallies(sub.Count, sub.MaxID, sub.NonZero))
 	}

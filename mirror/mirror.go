@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -245,6 +246,30 @@ func (m *Mirror) copyAll() error {
 	}
 	m.gen, m.seq, m.subs, m.staging = gen, base.MemSeq, base.SubFilters, true
 	defer func() { m.staging = false }()
+	switched, err := m.catchUpAndSwitch(ctx, old)
+	if errors.Is(err, errReplaced) {
+		// Its parts are the base's sub-filters' and those opened since.
+		return errors.Join(err, discardCopy(ctx, m.r, m.keys, gen, m.opts.PartBytes, slices.Concat(base.SubFilters, m.subs)))
+	}
+	if !switched {
+		return err // nil if the queue gave up on a change: copy again
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.needCopy = m.mu.abandoned > m.seq
+	m.mu.stats.QueueDepth = m.mu.queue.len()
+	m.mu.stats.Recopies++
+	m.mu.stats.RecopyReason = reason
+	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
+	m.mu.acked.Broadcast()
+	return nil
+}
+
+// catchUpAndSwitch replays into a copy just written the changes committed
+// since its base, then makes it live, and reports whether it did. It
+// reports false and no error, leaving the copy pending, if the queue gave
+// up on a change the copy needs: the copy is then made again.
+func (m *Mirror) catchUpAndSwitch(ctx context.Context, old copyMeta) (bool, error) {
 	m.mu.Lock()
 	drop := 0
 	for waiting := m.mu.queue.waiting(); drop < len(waiting) && waiting[drop].seq <= m.seq; {
@@ -257,32 +282,24 @@ func (m *Mirror) copyAll() error {
 	// queue holds every later one, unless it gave up on some. Replayed in
 	// order, they leave each block as the filter has it.
 	if lost {
-		return nil // the queue gave up on changes after the base: copy again
+		return false, nil // the queue gave up on changes after the base
 	}
 	for target := m.f.Stats().MemSeq; m.seq < target; {
 		m.mu.Lock()
 		batch := m.mu.queue.waiting()[:min(m.mu.queue.len(), m.opts.BatchSize)]
 		m.mu.Unlock()
 		if len(batch) == 0 || batch[0].seq != m.seq+1 {
-			return nil // the queue overflowed meanwhile: copy again
+			return false, nil // the queue overflowed meanwhile
 		}
 		if err := m.ship(batch); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if err := switchCopy(ctx, m.r, m.keys, old, gen, m.seq); err != nil {
-		return err
+	if err := switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq); err != nil {
+		return false, err
 	}
 	m.staging = false
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.mu.needCopy = m.mu.abandoned > m.seq
-	m.mu.stats.QueueDepth = m.mu.queue.len()
-	m.mu.stats.Recopies++
-	m.mu.stats.RecopyReason = reason
-	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
-	m.mu.acked.Broadcast()
-	return nil
+	return true, nil
 }
 
 // Push writes a full copy of f into Redis under name, replacing what is
@@ -297,11 +314,16 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 	if err != nil {
 		return err
 	}
-	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), opts.withDefaults())
+	o := opts.withDefaults()
+	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), o)
 	if err != nil {
 		return err
 	}
-	return switchCopy(ctx, r, k, old, gen, snap.MemSeq())
+	err = switchCopy(ctx, r, k, old, gen, snap.MemSeq())
+	if errors.Is(err, errReplaced) {
+		return errors.Join(err, discardCopy(ctx, r, k, gen, o.PartBytes, snap.SubFilters()))
+	}
+	return err
 }
 
 // copySource is what a full copy is written from: a filter's parameters,
@@ -342,21 +364,25 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 	if err != nil && !errors.Is(err, ErrNotMirrored) {
 		return copyMeta{}, 0, err // a foreign value under the name is refused, not overwritten
 	}
-	gen := old.gen + 1
 	if err := discardPending(ctx, r, k); err != nil {
 		return copyMeta{}, 0, err
 	}
 	// The pending hash names what this copy writes before it writes it, so
 	// that a copy that never becomes live is deleted by the next one.
-	if _, err := r.Eval(ctx, startScript, false, []string{k.pending()}, metaFields(gen, src.seq, partBytes, src.config, src.subs)...); err != nil {
+	answer, err := r.Eval(ctx, startScript, false, []string{k.pending(), k.gens(), k.meta()}, copyFields(src.seq, partBytes, src.config, src.subs)...)
+	if err != nil {
 		return copyMeta{}, 0, fmt.Errorf("mirror: starting a copy: %w", err)
+	}
+	gen, ok := answer.(int64)
+	if !ok || gen <= 0 {
+		return copyMeta{}, 0, fmt.Errorf("%w: a new copy's generation is %v", ErrBadAnswer, answer)
 	}
 	const chunk = 8 << 20
 	buf := make([]byte, min(chunk, partBytes, largest(src.subs)))
 	for i, sub := range src.subs {
 		size := sub.Blocks * 64
 		for p := range parts(size, partBytes) {
-			key := k.part(gen, sub.Level, p)
+			key := k.part(uint64(gen), sub.Level, p)
 			partSize := min(partBytes, size-p*partBytes)
 			for off := uint64(0); off < partSize; off += chunk {
 				piece := buf[:min(uint64(len(buf)), partSize-off)]
@@ -369,7 +395,7 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 			}
 		}
 	}
-	return old, gen, nil
+	return old, uint64(gen), nil
 }
 
 // writeRetries is how many times a copy writes a piece again after a
@@ -406,10 +432,27 @@ func largest(subs []engine.SubFilterStats) uint64 {
 // live, and deletes old.
 func switchCopy(ctx context.Context, r Redis, k keys, old copyMeta, gen, seq uint64) error {
 	keys := append([]string{k.meta(), k.pending()}, k.copyParts(old)...)
-	if _, err := r.Eval(ctx, switchScript, false, keys, gen, seq); err != nil {
+	_, err := r.Eval(ctx, switchScript, false, keys, gen, seq)
+	switch {
+	case scriptError(err) == "TBPENDING":
+		return fmt.Errorf("%w: at its switch", errReplaced)
+	case err != nil:
 		return fmt.Errorf("mirror: switching to the new copy: %w", err)
 	}
 	return nil
+}
+
+// errReplaced is a copy another process's copy of the same name replaced
+// before its switch: that copy's start deleted this one's pending hash. The
+// two never share parts (see startScript), so neither is corrupted; the one
+// replaced deletes what it wrote (discardCopy) and starts again.
+var errReplaced = errors.New("mirror: another copy of the same name replaced this one before its switch")
+
+// discardCopy deletes the parts of the copy of generation gen of subs, a
+// copy another replaced before its switch, leaving the pending hash, the
+// other copy's, alone.
+func discardCopy(ctx context.Context, r Redis, k keys, gen, partBytes uint64, subs []engine.SubFilterStats) error {
+	return discardParts(ctx, r, k, gen, k.copyParts(copyMeta{gen: gen, part: partBytes, subs: subs}), false)
 }
 
 // discardPending deletes a copy that was being written and never became
@@ -433,14 +476,21 @@ func discardPending(ctx context.Context, r Redis, k keys) error {
 	if _, ok := partCount(pending, maxPendingParts); ok && err == nil {
 		names = k.copyParts(pending)
 	}
+	return discardParts(ctx, r, k, pending.gen, names, true)
+}
+
+// discardParts deletes names, parts of the copy of generation gen, unless
+// that copy is live, a few at a time; with the last of them the pending
+// hash, if withPending.
+func discardParts(ctx context.Context, r Redis, k keys, gen uint64, names []string, withPending bool) error {
 	const batch = 1024
 	for {
 		n := min(batch, len(names))
 		last := 0
-		if n == len(names) {
+		if n == len(names) && withPending {
 			last = 1 // the hash goes with the last parts, so none is forgotten
 		}
-		if _, err := r.Eval(ctx, discardScript, false, append([]string{k.meta(), k.pending()}, names[:n]...), pending.gen, last); err != nil {
+		if _, err := r.Eval(ctx, discardScript, false, append([]string{k.meta(), k.pending()}, names[:n]...), gen, last); err != nil {
 			return fmt.Errorf("mirror: deleting a copy that never became live: %w", err)
 		}
 		if names = names[n:]; len(names) == 0 {
@@ -476,6 +526,9 @@ func (m *Mirror) ship(batch []change) error {
 	}
 	// Redis lost the copy, holds another, or is elsewhere.
 	m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
+	if m.staging {
+		return fmt.Errorf("%w: shipping changes into it (%s)", errReplaced, code)
+	}
 	return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%s); copying in full", code)
 }
 

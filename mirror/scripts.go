@@ -83,19 +83,30 @@ if ARGV[1] == '0' then return redis.call('SET', KEYS[1], ARGV[2]) end
 return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]), ARGV[2])
 `)
 
-// startScript starts a copy: it writes the pending hash, shaped as the meta
-// hash, naming the parts the copy will write before any is written.
-// KEYS[1] is the pending hash; ARGV: its field and value pairs.
+// startScript starts a copy: it takes a generation no copy had, above the
+// live one, and writes the pending hash, shaped as the meta hash, naming
+// the parts the copy will write before any is written. Two copies started
+// at once so never write the same parts. KEYS[1] is the pending hash,
+// KEYS[2] the last generation handed out, KEYS[3] the meta hash; ARGV: the
+// pending hash's fields and values but its generation. It answers the
+// generation.
 var startScript = newScript(`
+local gen = redis.call('INCR', KEYS[2])
+local live = tonumber(redis.call('HGET', KEYS[3], 'gen') or '0') or 0
+if gen <= live then
+  gen = live + 1
+  redis.call('SET', KEYS[2], gen)
+end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], unpack(ARGV))
-return 'OK'
+redis.call('HSET', KEYS[1], 'gen', gen, unpack(ARGV))
+return gen
 `)
 
-// discardScript deletes parts a pending hash names, unless they are the
-// live copy's, and with the last of them the hash. KEYS[1] is the meta
-// hash, KEYS[2] the pending one, the others the parts; ARGV: the pending
-// copy's generation, then 1 for the last parts.
+// discardScript deletes parts of a copy that never became live, unless
+// they are the live copy's, and with the last of them, if ARGV[2] is 1, the
+// pending hash. KEYS[1] is the meta hash, KEYS[2] the pending one, the
+// others the parts; ARGV: the copy's generation, then 1 for the last parts
+// of the copy the pending hash names.
 var discardScript = newScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then
   for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
