@@ -317,3 +317,28 @@ func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 	// The mirror's first copy, the other, and the mirror's second.
 	assert.Equal(t, copyKeys(f, name, 3, smallParts.PartBytes), keysLike(t, raw, "{"+name+"}*"))
 }
+
+// TestFlushEndsWithClose: a Flush waiting for a Redis that never answers
+// returns ErrClosed when the mirror closes, and so does a Flush after it,
+// instead of waiting for ever.
+func TestFlushEndsWithClose(t *testing.T) {
+	r, err := Dial("redis://127.0.0.1:1") // nothing listens there
+	require.NoError(t, err)
+	defer r.Close()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 16})
+	m, err := Attach(f, r, "nowhere", &Options{Backoff: time.Millisecond})
+	require.NoError(t, err)
+	waiting := make(chan error)
+	go func() { waiting <- m.Flush(context.Background()) }()
+	require.NoError(t, f.Add(key(1), 1))
+	require.NoError(t, m.Close())
+	select {
+	case err := <-waiting:
+		assert.ErrorIs(t, err, ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Flush still waits after Close")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	assert.ErrorIs(t, m.Flush(ctx), ErrClosed)
+}

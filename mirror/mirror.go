@@ -77,7 +77,7 @@ type Mirror struct {
 	keys keys
 	opts Options
 
-	// mu guards queue, needCopy and stats; the engine's OnCommit and the
+	// mu guards queue, needCopy, stats and closed; the engine's OnCommit and the
 	// shipper meet here.
 	mu struct {
 		sync.Mutex
@@ -89,7 +89,8 @@ type Mirror struct {
 		// on when it overflowed.
 		abandoned uint64
 		stats     Stats
-		acked     *sync.Cond // broadcast when stats.Acked moves
+		acked     *sync.Cond // broadcast when stats.Acked moves, or closed
+		closed    bool       // Close is done
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
@@ -675,14 +676,10 @@ func (m *Mirror) needCopyNow(reason string) {
 }
 
 // Flush waits until Redis holds every change committed before the call, or
-// ctx ends.
+// ctx ends, or the mirror is closed (ErrClosed).
 func (m *Mirror) Flush(ctx context.Context) error {
 	target := m.f.Stats().MemSeq
-	stop := context.AfterFunc(ctx, func() {
-		m.mu.Lock()
-		m.mu.acked.Broadcast()
-		m.mu.Unlock()
-	})
+	stop := context.AfterFunc(ctx, m.wakeWaiters)
 	defer stop()
 	m.poke()
 	m.mu.Lock()
@@ -691,9 +688,20 @@ func (m *Mirror) Flush(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("mirror: Redis holds sequence %d of %d: %w (last error: %s)", m.mu.stats.Acked, target, err, m.mu.stats.LastError)
 		}
+		if m.mu.closed {
+			return fmt.Errorf("%w: Redis holds sequence %d of %d (last error: %s)", ErrClosed, m.mu.stats.Acked, target, m.mu.stats.LastError)
+		}
 		m.mu.acked.Wait()
 	}
 	return nil
+}
+
+// wakeWaiters wakes Flush calls to look again at their context and the
+// mirror.
+func (m *Mirror) wakeWaiters() {
+	m.mu.Lock()
+	m.mu.acked.Broadcast()
+	m.mu.Unlock()
 }
 
 // Stats reports the mirror's progress.
@@ -716,6 +724,10 @@ func (m *Mirror) Close() error {
 	close(m.stop)
 	m.cancel()
 	<-m.done
+	m.mu.Lock()
+	m.mu.closed = true
+	m.mu.Unlock()
+	m.wakeWaiters()
 	if errors.Is(err, engine.ErrClosed) {
 		err = nil
 	}
