@@ -72,12 +72,53 @@ func (f *Filter) Export(w io.Writer) error {
 		for i, sub := range subs {
 			info[i] = subFilterStats(f.config.params(), sub)
 		}
-		writeExport(out, f.config, f.journal.MemSeq(), info, func(i int) []byte { return spaceOf(subs[i]).counters })
+		writeExport(out, f.config, f.journal.MemSeq(), info, func(i int) error {
+			out.Write(spaceOf(subs[i]).counters)
+			return nil
+		})
 	})
 }
 
-// writeExport writes the export stream of a filter given in parts.
-func writeExport(out *checksummed, cfg Config, memSeq uint64, subs []SubFilterStats, counters func(i int) []byte) {
+// exportChunk is the most counter bytes WriteExport asks read for at once.
+const exportChunk = 8 << 20
+
+// WriteExport writes the export stream of a filter kept elsewhere, given in
+// parts: its parameters, the sequence of its last change, its sub-filters
+// oldest first (level, first id, capacity, geometry and tallies; the rest
+// is ignored) and their counters, which read copies into dst from byte
+// offset of sub-filter i, at most 8 MiB at a time, in order. Import reads
+// the stream, so a filter kept elsewhere (a Redis copy) becomes a file
+// without ever being in memory whole. Import checks what it reads; an
+// error from read ends the stream short, and is returned.
+func WriteExport(w io.Writer, cfg Config, memSeq uint64, subs []SubFilterStats, read func(i int, offset uint64, dst []byte) error) error {
+	largest := uint64(0)
+	for _, sub := range subs {
+		largest = max(largest, sub.geometry().Bytes())
+	}
+	buf := make([]byte, min(largest, exportChunk))
+	out := newChecksummed(w)
+	err := writeExport(out, cfg, memSeq, subs, func(i int) error {
+		size := subs[i].geometry().Bytes()
+		for offset := uint64(0); offset < size; {
+			chunk := buf[:min(uint64(len(buf)), size-offset)]
+			if err := read(i, offset, chunk); err != nil {
+				return err
+			}
+			out.Write(chunk)
+			offset += uint64(len(chunk))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return out.finish()
+}
+
+// writeExport writes the export stream of a filter given in parts, each
+// sub-filter's counters by writeCounters, and returns the first error it
+// returns.
+func writeExport(out *checksummed, cfg Config, memSeq uint64, subs []SubFilterStats, writeCounters func(i int) error) error {
 	le := binary.LittleEndian
 	b := make([]byte, exportHeader, exportHeader+exportSub*len(subs))
 	copy(b, ExportMagic)
@@ -97,8 +138,11 @@ func writeExport(out *checksummed, cfg Config, memSeq uint64, subs []SubFilterSt
 	}
 	out.Write(b)
 	for i := range subs {
-		out.Write(counters(i))
+		if err := writeCounters(i); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // exporting runs write over the sub-filters with the lock held, through a
@@ -578,7 +622,10 @@ func readSubFilters[F any](v *verifying, what string, n int, shape func(i int) (
 // Export writes the snapshot as Filter.Export would have.
 func (s *Snapshot) Export(w io.Writer) error {
 	out := newChecksummed(w)
-	writeExport(out, s.config, s.memSeq, s.info, func(i int) []byte { return s.counters[i] })
+	writeExport(out, s.config, s.memSeq, s.info, func(i int) error {
+		out.Write(s.counters[i])
+		return nil
+	})
 	return out.finish()
 }
 

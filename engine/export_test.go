@@ -317,3 +317,34 @@ func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
 	require.NoError(t, err, "quiet again")
 	assert.Equal(t, f.Stats().MemSeq, snap.MemSeq())
 }
+
+// TestWriteExportFromParts: WriteExport, given a filter's parts and its
+// counters a chunk at a time, writes the filter's own export stream; an
+// error from read ends the stream short, which Import refuses.
+func TestWriteExportFromParts(t *testing.T) {
+	f, stream := exportedFilter(t)
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	var asked []uint64
+	read := func(i int, offset uint64, dst []byte) error {
+		asked = append(asked, offset)
+		copy(dst, snap.Counters(i)[offset:])
+		return nil
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteExport(&buf, snap.Config(), snap.MemSeq(), snap.SubFilters(), read))
+	assert.Equal(t, stream, buf.Bytes())
+	assert.Len(t, asked, len(snap.SubFilters()), "one chunk a sub-filter this small")
+
+	lost := errors.New("the copy went away")
+	var short bytes.Buffer
+	err = WriteExport(&short, snap.Config(), snap.MemSeq(), snap.SubFilters(), func(i int, offset uint64, dst []byte) error {
+		if i == 1 {
+			return lost
+		}
+		return read(i, offset, dst)
+	})
+	assert.ErrorIs(t, err, lost)
+	_, err = Import(tempPath(t), &short, nil)
+	assert.ErrorIs(t, err, ErrCorrupt)
+}
