@@ -5,7 +5,9 @@ package mirror
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -341,4 +343,104 @@ func TestFlushEndsWithClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	assert.ErrorIs(t, m.Flush(ctx), ErrClosed)
+}
+
+// peakHeap runs fn and reports by how much the heap in use grew above
+// where it was, at most, sampled every millisecond.
+func peakHeap(fn func()) uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	base := m.HeapAlloc
+	peak := base
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-sampled
+	return peak - base
+}
+
+// TestRestoreTakesAChunkOfMemory: Restore streams the copy from Redis into
+// the new file, so a new machine fetching a filter of many gigabytes does
+// not need as much in memory.
+func TestRestoreTakesAChunkOfMemory(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 8_000_000, ErrorRate: 0.01, Seed: 17})
+	next := uint64(1)
+	addKeys(t, f, &next, 10_000)
+	require.NoError(t, Push(ctx, f, r, "fetched", nil))
+	counters := f.Stats().CounterBytes
+	require.Greater(t, counters, uint64(64<<20))
+
+	defer debug.SetGCPercent(debug.SetGCPercent(20)) // garbage would hide the live heap
+	var g *engine.Filter
+	grown := peakHeap(func() {
+		var err error
+		g, err = Restore(ctx, r, "fetched", filepath.Join(t.TempDir(), "fetched.tb"), nil)
+		require.NoError(t, err)
+	})
+	defer g.Close()
+	t.Logf("the heap grew by at most %d bytes to restore %d bytes of counters", grown, counters)
+	assert.Less(t, grown, counters/2)
+	requireSame(t, ctx, r, "fetched", g)
+}
+
+// TestRestoreWhileACopyReplacesIt: a full copy that becomes live while a
+// restore reads the one before makes the restore start again, and the file
+// it makes is the new copy, never a mix of the two.
+func TestRestoreWhileACopyReplacesIt(t *testing.T) {
+	s := redistest.StartServer(t)
+	base := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Several reads: a read asks for at most readRanges parts.
+	f := newFilter(t, engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 18})
+	require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges))
+	next := uint64(1)
+	addKeys(t, f, &next, 5_000)
+	require.NoError(t, Push(ctx, f, base, "moving", smallParts))
+	reads := atomic.Int32{}
+	r := readsThen{base, &reads, 2, func() {
+		addKeys(t, f, &next, 5_000)
+		assert.NoError(t, Push(ctx, f, base, "moving", smallParts))
+	}}
+	g, err := Restore(ctx, r, "moving", filepath.Join(t.TempDir(), "moving.tb"), nil)
+	require.NoError(t, err)
+	defer g.Close()
+	assert.Greater(t, reads.Load(), int32(2))
+	requireSame(t, ctx, base, "moving", g)
+	requireSame(t, ctx, base, "moving", f)
+}
+
+// readsThen is a client that calls then once, before read number at of a
+// copy's counters.
+type readsThen struct {
+	Redis
+	n    *atomic.Int32
+	at   int32
+	then func()
+}
+
+func (c readsThen) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == readScript && c.n.Add(1) == c.at {
+		c.then()
+	}
+	return c.Redis.Eval(ctx, s, readOnly, keys, args...)
 }

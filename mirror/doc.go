@@ -49,6 +49,14 @@
 // replaced finds out when it ships into it or switches, deletes its parts
 // and starts again.
 //
+// # Reading
+//
+// Checkers, Pull and Restore read through a script that checks the
+// generation, so what they read is of one copy: a read that finds another
+// copy live starts again. Restore hands the copy to engine.Import as an
+// export stream written a chunk at a time (engine.WriteExport), so it never
+// holds the filter in memory.
+//
 // # Concurrency
 //
 // A Mirror's methods and a Checker's may be called from any goroutine.

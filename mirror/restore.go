@@ -34,31 +34,17 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	const chunk = 8 << 20
 	counters := make([][]byte, len(meta.subs))
 	for i, sub := range meta.subs {
+		// Grown a chunk at a time as the copy answers, so that a directory
+		// claiming more than Redis holds cannot make it allocate the claim.
 		size := sub.Blocks * 64
-		region := make([]byte, 0, min(size, chunk))
-		for p := range parts(size, meta.part) {
-			partSize := min(meta.part, size-p*meta.part)
-			for first := uint64(0); first < partSize; first += chunk {
-				last := min(first+chunk, partSize) - 1
-				answer, err := r.Eval(ctx, readScript, true, []string{k.meta(), k.part(meta.gen, sub.Level, p)}, meta.gen, 2, first, last)
-				if err != nil {
-					if strings.HasPrefix(scriptError(err), "TBGEN") {
-						return nil, errGenChanged
-					}
-					return nil, fmt.Errorf("mirror: reading the copy: %w", err)
-				}
-				list, ok := answer.([]any)
-				if !ok || len(list) != 1 {
-					return nil, fmt.Errorf("%w: %T", ErrBadAnswer, answer)
-				}
-				b, ok := list[0].(string)
-				if !ok || uint64(len(b)) != last-first+1 {
-					return nil, fmt.Errorf("%w: level %d part %d: %d bytes at %d, want %d (a missing or short part)", ErrBadAnswer, sub.Level, p, len(b), first, last-first+1)
-				}
-				region = append(region, b...)
+		region := make([]byte, 0, min(size, readChunk))
+		for offset := uint64(0); offset < size; offset += readChunk {
+			n := min(readChunk, size-offset)
+			region = append(region, make([]byte, n)...)
+			if err := readCounters(ctx, r, k, meta, i, offset, region[offset:]); err != nil {
+				return nil, err
 			}
 		}
 		counters[i] = region
@@ -68,6 +54,56 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadAnswer, err)
 	}
 	return snap, nil
+}
+
+// readChunk is the most counter bytes a read of the copy asks for in one
+// call, and readRanges the most ranges.
+const (
+	readChunk  = 8 << 20
+	readRanges = 256
+)
+
+// readCounters reads len(dst) bytes of the counters of sub-filter i of the
+// copy meta describes, from byte offset, in calls of at most readChunk
+// bytes and readRanges parts. It returns errGenChanged if another copy
+// replaced that one meanwhile.
+func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, offset uint64, dst []byte) error {
+	sub := meta.subs[i]
+	for len(dst) > 0 {
+		keys := []string{k.meta()}
+		args := []any{meta.gen}
+		var lengths []uint64
+		asked := uint64(0)
+		for at := offset; asked < uint64(len(dst)) && asked < readChunk && len(lengths) < readRanges; {
+			p := at / meta.part
+			first := at - p*meta.part
+			n := min(meta.part-first, uint64(len(dst))-asked, readChunk-asked)
+			keys = append(keys, k.part(meta.gen, sub.Level, p))
+			args = append(args, len(keys), first, first+n-1)
+			lengths = append(lengths, n)
+			at, asked = at+n, asked+n
+		}
+		answer, err := r.Eval(ctx, readScript, true, keys, args...)
+		if err != nil {
+			if strings.HasPrefix(scriptError(err), "TBGEN") {
+				return errGenChanged
+			}
+			return fmt.Errorf("mirror: reading the copy: %w", err)
+		}
+		list, ok := answer.([]any)
+		if !ok || len(list) != len(lengths) {
+			return fmt.Errorf("%w: %T of %d ranges for %d", ErrBadAnswer, answer, lenOf(answer), len(lengths))
+		}
+		for j, n := range lengths {
+			b, ok := list[j].(string)
+			if !ok || uint64(len(b)) != n {
+				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d (a missing or short part)", ErrBadAnswer, sub.Level, len(b), offset, n)
+			}
+			copy(dst, b)
+			dst, offset = dst[n:], offset+n
+		}
+	}
+	return nil
 }
 
 // Restore creates a filter file at path from the copy in Redis: counters
@@ -89,15 +125,46 @@ func RestoreAs(ctx context.Context, r Redis, name, path string, countersOnly boo
 	})
 }
 
-// restore pulls the copy and hands it to importer as an export stream.
+// restore hands the copy to importer as an export stream, read from Redis
+// a chunk at a time as importer takes it, so that the filter is never in
+// memory whole. If another copy replaces it meanwhile, it starts again.
 func restore(ctx context.Context, r Redis, name string, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
-	snap, err := Pull(ctx, r, name)
+	k, err := newKeys(name)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		f, err := restoreOnce(ctx, r, k, importer)
+		if !errors.Is(err, errGenChanged) || attempt == genRetries {
+			return f, err
+		}
+		if err := waitGen(ctx, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// restoreOnce is one attempt of restore. A failed read ends the stream
+// short, so importer fails, leaving no file; the read's error is the one
+// returned.
+func restoreOnce(ctx context.Context, r Redis, k keys, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
+	meta, err := readMeta(ctx, r, k)
 	if err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(snap.Export(pw)) }()
+	read := make(chan error, 1)
+	go func() {
+		err := engine.WriteExport(pw, meta.config, meta.seq, meta.subs, func(i int, offset uint64, dst []byte) error {
+			return readCounters(ctx, r, k, meta, i, offset, dst)
+		})
+		pw.CloseWithError(err)
+		read <- err
+	}()
 	f, err := importer(pr)
-	pr.Close()
+	pr.Close() // a writer still writing stops
+	if readErr := <-read; readErr != nil && !errors.Is(readErr, io.ErrClosedPipe) {
+		return nil, readErr
+	}
 	return f, err
 }
