@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -443,4 +444,53 @@ func (c readsThen) Eval(ctx context.Context, s *Script, readOnly bool, keys []st
 		c.then()
 	}
 	return c.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
+
+// losesAnswers is a client that makes the first call of each of its
+// scripts, then loses the answer, as a connection that drops after Redis
+// ran the script.
+type losesAnswers struct {
+	Redis
+	mu   sync.Mutex
+	lost map[*Script]bool
+}
+
+func (l *losesAnswers) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	answer, err := l.Redis.Eval(ctx, s, readOnly, keys, args...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lose, ok := l.lost[s]; ok && !lose && err == nil {
+		l.lost[s] = true
+		return nil, errors.New("connection reset after the call")
+	}
+	return answer, err
+}
+
+// TestCopyOutlivesLostAnswers: a full copy whose write, replay and switch
+// each lose an answer once makes each again (they are safe to repeat, and
+// a switch already made is recognised) instead of starting over.
+func TestCopyOutlivesLostAnswers(t *testing.T) {
+	s := redistest.StartServer(t)
+	base := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 19})
+	next := uint64(1)
+	addKeys(t, f, &next, 5_000)
+	changed := atomic.Bool{}
+	during := duringCopy{base, func(part string) {
+		if strings.HasSuffix(part, ":l0:p3") && changed.CompareAndSwap(false, true) {
+			addKeys(t, f, &next, 100) // for the copy to replay
+		}
+	}, func() {}}
+	lossy := &losesAnswers{Redis: during, lost: map[*Script]bool{writeScript: false, shipScript: false, switchScript: false}}
+	r := &countingStarts{Redis: lossy}
+	m, err := Attach(f, r, "lossy", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	assert.Equal(t, map[*Script]bool{writeScript: true, shipScript: true, switchScript: true}, lossy.lost, "every answer was lost once")
+	assert.Equal(t, int32(1), r.n.Load(), "copies started")
+	assert.Equal(t, uint64(1), m.Stats().Recopies)
+	requireSame(t, ctx, base, "lossy", f)
 }

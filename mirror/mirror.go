@@ -292,11 +292,11 @@ func (m *Mirror) catchUpAndSwitch(ctx context.Context, old copyMeta) (bool, erro
 		if len(batch) == 0 || batch[0].seq != m.seq+1 {
 			return false, nil // the queue overflowed meanwhile
 		}
-		if err := m.ship(batch); err != nil {
+		if err := retried(ctx, m.opts.Backoff, func() error { return m.ship(batch) }); err != nil {
 			return false, err
 		}
 	}
-	if err := switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq); err != nil {
+	if err := retried(ctx, m.opts.Backoff, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) }); err != nil {
 		return false, err
 	}
 	m.staging = false
@@ -399,17 +399,18 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 	return old, uint64(gen), nil
 }
 
-// writeRetries is how many times a copy writes a piece again after a
-// failed call before it gives up: the write is safe to repeat, and a copy
-// of many gigabytes should not start over for one lost answer.
-const writeRetries = 3
+// callRetries is how many times a full copy makes a failed call again
+// before it gives up: its writes, its replay and its switch are safe to
+// repeat, and a copy of many gigabytes should not start over for one lost
+// answer.
+const callRetries = 3
 
-// writePart writes piece at offset off of a part of a copy, trying again
-// after a failed call, pausing backoff and twice as long each time.
-func writePart(ctx context.Context, r Redis, key string, off uint64, piece []byte, backoff time.Duration) error {
+// retried runs call, and again after a failure that another try may mend,
+// pausing backoff and twice as long each time.
+func retried(ctx context.Context, backoff time.Duration, call func() error) error {
 	for attempt := 0; ; attempt++ {
-		_, err := r.Eval(ctx, writeScript, false, []string{key}, off, piece)
-		if err == nil || attempt == writeRetries || scriptError(err) != "" {
+		err := call()
+		if err == nil || attempt == callRetries || !transient(err) {
 			return err
 		}
 		select {
@@ -418,6 +419,23 @@ func writePart(ctx context.Context, r Redis, key string, off uint64, piece []byt
 		case <-time.After(backoff << attempt):
 		}
 	}
+}
+
+// transient reports whether err is a failed call that may succeed if made
+// again: not an error a script raised, nor a copy found not to be the one
+// written to.
+func transient(err error) bool {
+	return scriptError(err) == "" && !errors.Is(err, errReplaced) && !errors.Is(err, errNotLive) &&
+		!errors.Is(err, context.Canceled)
+}
+
+// writePart writes piece at offset off of a part of a copy, trying again
+// after a failed call.
+func writePart(ctx context.Context, r Redis, key string, off uint64, piece []byte, backoff time.Duration) error {
+	return retried(ctx, backoff, func() error {
+		_, err := r.Eval(ctx, writeScript, false, []string{key}, off, piece)
+		return err
+	})
 }
 
 // largest is the size of the largest sub-filter's counters.
@@ -436,12 +454,21 @@ func switchCopy(ctx context.Context, r Redis, k keys, old copyMeta, gen, seq uin
 	_, err := r.Eval(ctx, switchScript, false, keys, gen, seq)
 	switch {
 	case scriptError(err) == "TBPENDING":
+		// A switch made again after its answer was lost finds its pending
+		// hash already renamed.
+		if live, err := readMeta(ctx, r, k); err == nil && live.gen == gen && live.seq == seq {
+			return nil
+		}
 		return fmt.Errorf("%w: at its switch", errReplaced)
 	case err != nil:
 		return fmt.Errorf("mirror: switching to the new copy: %w", err)
 	}
 	return nil
 }
+
+// errNotLive is a batch shipped to a copy that is not the one Redis holds
+// live (Redis lost it, or holds another): a full copy follows.
+var errNotLive = errors.New("mirror: Redis's copy is not the one shipped to")
 
 // errReplaced is a copy another process's copy of the same name replaced
 // before its switch: that copy's start deleted this one's pending hash. The
@@ -530,7 +557,7 @@ func (m *Mirror) ship(batch []change) error {
 	if m.staging {
 		return fmt.Errorf("%w: shipping changes into it (%s)", errReplaced, code)
 	}
-	return fmt.Errorf("mirror: Redis's copy is not the one shipped to (%s); copying in full", code)
+	return fmt.Errorf("%w (%s); copying in full", errNotLive, code)
 }
 
 // shipArgs builds shipScript's keys and arguments for batch. The script
