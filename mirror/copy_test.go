@@ -494,3 +494,33 @@ func TestCopyOutlivesLostAnswers(t *testing.T) {
 	assert.Equal(t, uint64(1), m.Stats().Recopies)
 	requireSame(t, ctx, base, "lossy", f)
 }
+
+// stuckWrites is a client whose writes of a copy's parts never answer.
+type stuckWrites struct{ Redis }
+
+func (s stuckWrites) Eval(ctx context.Context, sc *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if sc == writeScript {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Redis.Eval(ctx, sc, readOnly, keys, args...)
+}
+
+// TestPushTimesOutEachCall: Push bounds each call by Options.Timeout, as
+// the mirror does, so a call Redis never answers ends it with an error even
+// under a context without a deadline.
+func TestPushTimesOutEachCall(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := stuckWrites{dial(t, s.URL(), false)}
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 20})
+	pushed := make(chan error, 1)
+	go func() {
+		pushed <- Push(context.Background(), f, r, "stuck", &Options{Timeout: 50 * time.Millisecond, Backoff: time.Millisecond})
+	}()
+	select {
+	case err := <-pushed:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Push still waits for a call Redis never answers")
+	}
+}

@@ -316,6 +316,7 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 		return err
 	}
 	o := opts.withDefaults()
+	r = timed{r, o.Timeout}
 	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), o)
 	if err != nil {
 		return err
