@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/tallybloom/tallybloom/counting"
@@ -277,7 +278,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 		return nil, err
 	}
 	f.hasher = counting.NewHasher(f.config.Seed)
-	state, err := seqno.DecodeState(f.page0[offState:])
+	state, err := f.readState()
 	if err != nil {
 		return nil, corrupt(path, "%v", err)
 	}
@@ -329,8 +330,29 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 // marked the file dirty and committed a change. A writer holds the lock, and
 // a clean state that disagrees with the sequence is damage.
 func (f *Filter) wentDirty() bool {
-	state, err := seqno.DecodeState(f.page0[offState:])
+	state, err := f.readState()
 	return f.readOnly && err == nil && state.Dirty
+}
+
+// stateAttempts and statePause bound how long a reader reads the state
+// again while it does not decode: about 20 ms.
+const (
+	stateAttempts = 200
+	statePause    = 100 * time.Microsecond
+)
+
+// readState decodes the state. A writer rewrites it when it marks the file
+// dirty and when it flushes, a few dozen bytes not written at once, so a
+// reader in another process may read it half written: while a writer holds
+// the file, a reader reads it again for a while before calling it damage.
+func (f *Filter) readState() (seqno.State, error) {
+	for attempt := 1; ; attempt++ {
+		state, err := seqno.DecodeState(f.page0[offState:])
+		if err == nil || !f.readOnly || attempt == stateAttempts || !writerRunning(f.path) {
+			return state, err
+		}
+		time.Sleep(statePause)
+	}
 }
 
 // shortFile explains a file smaller than the header: not ours, or truncated.

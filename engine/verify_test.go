@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,4 +166,35 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	require.NoError(t, g.commitLocked())
 	g.mu.Unlock()
 	require.NoError(t, g.Close())
+}
+
+// TestReaderOpensBesideAStateBeingWritten: a writer rewrites the state, a
+// few dozen bytes not written at once, when it marks the file dirty and
+// when it flushes; a reader that opens the file then reads it half
+// written. It reads it again instead of calling the file damaged. With no
+// writer, a state that does not decode is damage at once.
+func TestReaderOpensBesideAStateBeingWritten(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1_000, ErrorRate: 0.01, Seed: 22})
+	require.NoError(t, f.Add(key(1), 1))
+	state := f.page0[offState : offState+seqno.StateSize]
+	whole := bytes.Clone(state)
+	state[3] ^= 0xff // as a reader may see it mid-write
+	rewritten := make(chan struct{})
+	go func() {
+		defer close(rewritten)
+		time.Sleep(2 * time.Millisecond)
+		copy(state, whole)
+	}()
+	reader, err := Open(f.Path(), &Options{ReadOnly: true})
+	<-rewritten
+	require.NoError(t, err, "a state half written beside its writer is not damage")
+	assert.True(t, reader.Contains(key(1)))
+	require.NoError(t, reader.Close())
+
+	require.NoError(t, f.Close())
+	damaged := readFile(t, f.Path())
+	damaged[offState+3] ^= 0xff
+	require.NoError(t, os.WriteFile(f.Path(), damaged, 0o644))
+	_, err = Open(f.Path(), &Options{ReadOnly: true})
+	assert.ErrorIs(t, err, ErrCorrupt)
 }
