@@ -58,7 +58,9 @@ const (
 // Export writes the filter as a portable stream: parameters, directory,
 // tallies and counters, without page padding, with a checksum. Import makes
 // a file of it; ReadExport loads it in memory. Opened read-only, the filter
-// is first copied as Snapshot copies it.
+// is first copied as Snapshot copies it. In the writing process it holds the
+// filter's lock while it writes, so changes wait for w: give it a file or a
+// buffer, or export a Snapshot where w is slow (a network).
 func (f *Filter) Export(w io.Writer) error {
 	if f.readOnly {
 		snap, err := f.Snapshot()
@@ -161,7 +163,8 @@ func (f *Filter) exporting(w io.Writer, write func([]*scaling.SubFilter, *checks
 // ExportFrozen writes the filter as a frozen, read-only 1-bit Bloom filter
 // that ReadFrozen loads. It answers Contains as the filter does now, cannot
 // change, and takes a quarter of the counters' size. Opened read-only, the
-// filter is first copied as Snapshot copies it.
+// filter is first copied as Snapshot copies it; in the writing process it
+// holds the filter's lock while it writes, as Export does.
 func (f *Filter) ExportFrozen(w io.Writer) error {
 	if f.readOnly {
 		snap, err := f.Snapshot()
