@@ -357,9 +357,9 @@ func liveSource(f *engine.Filter, base engine.Stats) copySource {
 		}}
 }
 
-// writeCopy writes src under the generation after the live one and leaves
-// it pending, not yet live. It returns what the live copy was, and the new
-// generation.
+// writeCopy writes src under a generation of its own (see startScript) and
+// leaves it pending, not yet live. It returns what the live copy was, and
+// the new generation.
 func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Options) (copyMeta, uint64, error) {
 	partBytes := opts.PartBytes
 	old, err := readMeta(ctx, r, k)
@@ -379,14 +379,13 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 	if !ok || gen <= 0 {
 		return copyMeta{}, 0, fmt.Errorf("%w: a new copy's generation is %v", ErrBadAnswer, answer)
 	}
-	const chunk = 8 << 20
-	buf := make([]byte, min(chunk, partBytes, largest(src.subs)))
+	buf := make([]byte, min(chunkBytes, partBytes, largest(src.subs)))
 	for i, sub := range src.subs {
 		size := sub.Blocks * 64
 		for p := range parts(size, partBytes) {
 			key := k.part(uint64(gen), sub.Level, p)
 			partSize := min(partBytes, size-p*partBytes)
-			for off := uint64(0); off < partSize; off += chunk {
+			for off := uint64(0); off < partSize; off += chunkBytes {
 				piece := buf[:min(uint64(len(buf)), partSize-off)]
 				if err := src.read(i, p*partBytes+off, piece); err != nil {
 					return copyMeta{}, 0, err

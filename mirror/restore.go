@@ -39,9 +39,9 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 		// Grown a chunk at a time as the copy answers, so that a directory
 		// claiming more than Redis holds cannot make it allocate the claim.
 		size := sub.Blocks * 64
-		region := make([]byte, 0, min(size, readChunk))
-		for offset := uint64(0); offset < size; offset += readChunk {
-			n := min(readChunk, size-offset)
+		region := make([]byte, 0, min(size, chunkBytes))
+		for offset := uint64(0); offset < size; offset += chunkBytes {
+			n := min(chunkBytes, size-offset)
 			region = append(region, make([]byte, n)...)
 			if err := readCounters(ctx, r, k, meta, i, offset, region[offset:]); err != nil {
 				return nil, err
@@ -56,15 +56,15 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 	return snap, nil
 }
 
-// readChunk is the most counter bytes a read of the copy asks for in one
-// call, and readRanges the most ranges.
+// chunkBytes is the most counter bytes one call to Redis writes or reads,
+// and readRanges the most parts one read asks for.
 const (
-	readChunk  = 8 << 20
+	chunkBytes = 8 << 20
 	readRanges = 256
 )
 
 // readCounters reads len(dst) bytes of the counters of sub-filter i of the
-// copy meta describes, from byte offset, in calls of at most readChunk
+// copy meta describes, from byte offset, in calls of at most chunkBytes
 // bytes and readRanges parts. It returns errGenChanged if another copy
 // replaced that one meanwhile.
 func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, offset uint64, dst []byte) error {
@@ -74,10 +74,10 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 		args := []any{meta.gen}
 		var lengths []uint64
 		asked := uint64(0)
-		for at := offset; asked < uint64(len(dst)) && asked < readChunk && len(lengths) < readRanges; {
+		for at := offset; asked < uint64(len(dst)) && asked < chunkBytes && len(lengths) < readRanges; {
 			p := at / meta.part
 			first := at - p*meta.part
-			n := min(meta.part-first, uint64(len(dst))-asked, readChunk-asked)
+			n := min(meta.part-first, uint64(len(dst))-asked, chunkBytes-asked)
 			keys = append(keys, k.part(meta.gen, sub.Level, p))
 			args = append(args, len(keys), first, first+n-1)
 			lengths = append(lengths, n)
