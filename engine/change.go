@@ -321,7 +321,7 @@ func (f *Filter) Close() error {
 		return ErrClosed
 	}
 	err := f.flushLocked()
-	f.mu.closedStats = f.statsLocked()
+	f.mu.closedStats = f.collectStats()
 	f.closed.Store(true)
 	f.unmapAll()
 	return errors.Join(err, f.file.Close())

@@ -90,7 +90,7 @@ func (f *Filter) publishLocked(c *change) {
 		ev.Tallies = &f.mu.eventTallies
 	}
 	if c.published {
-		ev.Directory = f.statsLocked().SubFilters
+		ev.Directory = f.collectStats().SubFilters
 	}
 	fn(ev)
 }

@@ -79,19 +79,30 @@ func (s SubFilterStats) ExpectedFalsePositiveRate() float64 {
 // Stats reports the filter's state. It reads no counters. In the process
 // that writes the filter it is taken between two changes, so MemSeq and the
 // sub-filters' tallies agree: with OnCommit and CopyCounters, it is what a
-// copy kept up to date by replaying changes starts from. After Close it
+// copy kept up to date by replaying changes starts from. A reader's writer
+// is another process, which no lock here holds back, so a reader's Stats
+// takes no lock and never waits for its own Snapshot. After Close it
 // reports the state at Close.
 func (f *Filter) Stats() Stats {
 	f.current()
+	if f.readOnly {
+		if f.closed.Load() {
+			return f.mu.closedStats // written before closed was set
+		}
+		return f.collectStats()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed.Load() {
 		return f.mu.closedStats
 	}
-	return f.statsLocked()
+	return f.collectStats()
 }
 
-func (f *Filter) statsLocked() Stats {
+// collectStats reads the state, the directory and the tallies. In a writer the
+// caller holds f.mu, so that they agree; in a reader they agree as far as
+// its writer's changes allow.
+func (f *Filter) collectStats() Stats {
 	s := Stats{
 		MemSeq:    f.journal.MemSeq(),
 		Recovered: f.recovered,
