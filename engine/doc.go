@@ -20,9 +20,9 @@
 // ContainsBatch and Stats while changes run; changes (Add, Remove,
 // TestAndAdd, AddBatch, RemoveBatch, DropBefore, Flush) are serialized by
 // a mutex. Contains and ContainsBatch take no lock. In the writing
-// process, Stats and each 1 MiB piece of CopyCounters take the mutex
-// between two changes, so what they report holds whole changes; Snapshot
-// takes it for all of its copy. Close must not run concurrently with other
+// process, Stats, each 1 MiB piece of CopyCounters and each CopySpans take
+// the mutex between two changes, so what they report holds whole changes;
+// Snapshot takes it for all of its copy. Close must not run concurrently with other
 // calls.
 //
 // Across processes, one writer holds an exclusive lock on the file (a second

@@ -483,6 +483,66 @@ func (f *Filter) copyPiece(level int, offset uint64, dst []byte) error {
 	return fmt.Errorf("%w: %s: level %d", ErrNoSubFilter, f.path, level)
 }
 
+// Span is a run of whole 64-byte blocks of a sub-filter's counters.
+type Span struct {
+	Level  int
+	Offset uint64 // bytes from the sub-filter's first counter
+	Bytes  uint64
+}
+
+// CopySpans copies spans of counters into dst, one after the other, all
+// under one hold of the lock between two changes, and returns the Stats of
+// that moment: the copy is exact at its MemSeq. It is how a copy kept up to
+// date from a record of the blocks changes touched, rather than from their
+// bytes, reads those blocks again. The filter changes nothing while it
+// copies, so the caller keeps the spans short (a megabyte takes a fraction
+// of a millisecond).
+//
+// A span of a level the chain does not hold is skipped, its room in dst
+// left as it was; the Stats's SubFilters say which levels the chain holds,
+// and which sub-filter holds each (a level freed by a retirement goes to the
+// next sub-filter opened, with a new FirstID). It returns ErrInvalidInput
+// for spans that are not whole blocks, that end past their sub-filter, or
+// that dst is too short for, and ErrReadOnly on a filter opened read-only.
+func (f *Filter) CopySpans(spans []Span, dst []byte) (Stats, error) {
+	if f.readOnly {
+		return Stats{}, ErrReadOnly
+	}
+	total := uint64(0)
+	for _, s := range spans {
+		if s.Offset%counting.BlockBytes != 0 || s.Bytes%counting.BlockBytes != 0 {
+			return Stats{}, fmt.Errorf("%w: bytes %d to %d of level %d are not whole blocks of %d", ErrInvalidInput, s.Offset, s.Offset+s.Bytes, s.Level, counting.BlockBytes)
+		}
+		total += s.Bytes
+	}
+	if total > uint64(len(dst)) {
+		return Stats{}, fmt.Errorf("%w: spans of %d bytes into %d", ErrInvalidInput, total, len(dst))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return Stats{}, ErrClosed
+	}
+	var held [scaling.MaxSubFilters][]byte // counters by level
+	for _, sub := range f.chain.SubFilters() {
+		held[sub.Level] = spaceOf(sub).counters
+	}
+	for _, s := range spans {
+		var counters []byte
+		if s.Level >= 0 && s.Level < len(held) {
+			counters = held[s.Level]
+		}
+		if counters != nil {
+			if s.Offset > uint64(len(counters)) || s.Bytes > uint64(len(counters))-s.Offset {
+				return Stats{}, fmt.Errorf("%w: bytes %d to %d of sub-filter %d, which has %d", ErrInvalidInput, s.Offset, s.Offset+s.Bytes, s.Level, len(counters))
+			}
+			loadCountersInto(dst[:s.Bytes], counters[s.Offset:])
+		}
+		dst = dst[s.Bytes:]
+	}
+	return f.collectStats(), nil
+}
+
 // quietAttempts and quietPause bound a read-only Snapshot's attempts: the
 // pause after attempt i is quietPause<<i, at most 100 ms.
 const (

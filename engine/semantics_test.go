@@ -1078,6 +1078,8 @@ func TestEveryCallAfterClose(t *testing.T) {
 			}
 			if c.name == "writer" {
 				assert.ErrorIs(t, f.CopyCounters(0, 0, make([]byte, 64)), ErrClosed)
+				_, err := f.CopySpans([]Span{{0, 0, 64}}, make([]byte, 64))
+				assert.ErrorIs(t, err, ErrClosed)
 			}
 			assert.Equal(t, before.Config, f.Config())
 		})

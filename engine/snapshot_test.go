@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,6 +126,107 @@ func TestCopyCounters(t *testing.T) {
 	assert.ErrorIs(t, reader.CopyCounters(subs[1].Level, 0, make([]byte, 64)), ErrReadOnly)
 	require.NoError(t, f.Close())
 	assert.ErrorIs(t, f.CopyCounters(subs[1].Level, 0, make([]byte, 64)), ErrClosed)
+}
+
+// TestCopySpansIsExactAtItsSequence: CopySpans copies every span under one
+// hold of the lock, so what it copies is the filter at the sequence it
+// returns, however fast the filter changes. A model of the counters, kept
+// from what OnCommit reports, gives the counters at each sequence.
+func TestCopySpansIsExactAtItsSequence(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 200_000, ErrorRate: 0.01, Growth: 1, Fixed: true, Seed: 24})
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	sub := snap.SubFilters()[0]
+	model := bytes.Clone(snap.Counters(0))
+	// history[i] is the change of sequence start+1+i, its new bytes.
+	var history [][]CounterWrite
+	var mu sync.Mutex
+	start, err := f.OnCommit(func(c *Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		var writes []CounterWrite
+		for _, w := range c.Counters {
+			writes = append(writes, CounterWrite{w.Level, w.Offset, bytes.Clone(w.Bytes)})
+		}
+		history = append(history, writes)
+	})
+	require.NoError(t, err)
+	require.Equal(t, snap.MemSeq(), start)
+
+	// Every fourth block of the sub-filter, 3 MB apart at most: a change
+	// lands between two of them unless the lock is held for all.
+	var spans []Span
+	for off := uint64(0); off < sub.Bytes; off += 4 * 64 {
+		spans = append(spans, Span{Level: sub.Level, Offset: off, Bytes: 64})
+	}
+	dst := make([]byte, 64*len(spans))
+	done := make(chan struct{})
+	var stop atomic.Bool
+	defer func() { stop.Store(true); <-done }()
+	go func() {
+		defer close(done)
+		for i := uint64(0); i < 60_000 && !stop.Load(); i++ {
+			if err := f.Add(key(i), i); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	applied := start
+	for copies, running := 0, true; running; copies++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		st, err := f.CopySpans(spans, dst)
+		require.NoError(t, err)
+		mu.Lock()
+		for ; applied < st.MemSeq; applied++ {
+			for _, w := range history[applied-start] {
+				copy(model[w.Offset:], w.Bytes)
+			}
+		}
+		mu.Unlock()
+		for i, s := range spans {
+			if !bytes.Equal(model[s.Offset:][:64], dst[64*i:][:64]) {
+				require.Failf(t, "a block differs", "copy %d at sequence %d: block at %d", copies, st.MemSeq, s.Offset)
+			}
+		}
+		assert.Equal(t, st.MemSeq-1, st.Count, "the Stats of the copy's moment")
+	}
+}
+
+// TestCopySpansRefuses: CopySpans skips levels the chain does not hold and
+// refuses spans it cannot copy.
+func TestCopySpansRefuses(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1_000, ErrorRate: 0.01, Seed: 25})
+	for i := range uint64(500) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	sub := f.Stats().SubFilters[0]
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	dst := bytes.Repeat([]byte{0xAA}, 192)
+	st, err := f.CopySpans([]Span{{sub.Level, 0, 64}, {sub.Level + 1, 0, 64}, {sub.Level, sub.Bytes - 64, 64}}, dst)
+	require.NoError(t, err)
+	assert.Equal(t, snap.Counters(0)[:64], dst[:64])
+	assert.Equal(t, bytes.Repeat([]byte{0xAA}, 64), dst[64:128], "a level not held is left as it was")
+	assert.Equal(t, snap.Counters(0)[sub.Bytes-64:], dst[128:])
+	assert.Equal(t, []SubFilterStats{sub}, st.SubFilters)
+
+	for _, s := range []Span{{sub.Level, 1, 64}, {sub.Level, 0, 65}, {sub.Level, sub.Bytes - 64, 128}, {sub.Level, sub.Bytes, 64}, {sub.Level, 1 << 63, 64}} {
+		_, err := f.CopySpans([]Span{s}, make([]byte, 256))
+		assert.ErrorIs(t, err, ErrInvalidInput, "%+v", s)
+	}
+	_, err = f.CopySpans([]Span{{sub.Level, 0, 128}}, make([]byte, 64))
+	assert.ErrorIs(t, err, ErrInvalidInput, "dst too short")
+
+	reader, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer reader.Close()
+	_, err = reader.CopySpans(nil, nil)
+	assert.ErrorIs(t, err, ErrReadOnly)
 }
 
 // TestStatsAgreeWithTheirSequence: in the writing process, Stats is taken
