@@ -121,6 +121,177 @@ func TestCopyWhileTheFilterChanges(t *testing.T) {
 	}
 }
 
+// patching is a client that counts the writes of a full copy's catch-up
+// (patchScript) and calls first before the first.
+type patching struct {
+	Redis
+	n     *atomic.Int32
+	first func()
+}
+
+func (p patching) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == patchScript && p.n.Add(1) == 1 && p.first != nil {
+		p.first()
+	}
+	return p.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
+
+// TestCopyUnderChangesBeyondTheQueue: a full copy made while the filter
+// never stops changing, with many times more changes than Options.MaxQueue
+// made while it is written, becomes live at its first try: it reads again
+// the blocks the changes touched, in rounds, rather than queueing them, and
+// its last round is exact.
+func TestCopyUnderChangesBeyondTheQueue(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 200_000, ErrorRate: 0.01, Seed: 26})
+	next := uint64(1)
+	addKeys(t, f, &next, 50_000)
+
+	var stop atomic.Bool
+	var during atomic.Uint64 // changes committed while the copy was written
+	start := f.Stats().MemSeq
+	writer := make(chan uint64)
+	go func() {
+		i := next
+		defer func() { writer <- i }()
+		for !stop.Load() {
+			for range 100 {
+				if err := f.Add(key(i), i); err != nil {
+					t.Error(err)
+					return
+				}
+				i++
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	patches := &atomic.Int32{}
+	var startsAtSwitch atomic.Int32
+	r := &countingStarts{}
+	r.Redis = patching{duringCopy{slowWrites{dial(t, s.URL(), false), time.Millisecond}, func(string) {}, func() {
+		if startsAtSwitch.CompareAndSwap(0, r.n.Load()) {
+			stop.Store(true)
+			during.Store(f.Stats().MemSeq - start)
+		}
+	}}, patches, nil}
+	const maxQueue = 50
+	m, err := Attach(f, r, "busy", &Options{MaxQueue: maxQueue, PartBytes: 4096, Backoff: 10 * time.Millisecond, holdBytes: 16 << 10})
+	require.NoError(t, err)
+	defer m.Close()
+	next = <-writer // the writer stops once the first copy is live
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "busy", f)
+	assert.Equal(t, int32(1), startsAtSwitch.Load(), "copies started before the first became live")
+	assert.Greater(t, patches.Load(), int32(1), "writes of the catch-up's rounds")
+	assert.Greater(t, during.Load(), uint64(20*maxQueue), "changes made during the copy")
+	t.Logf("%d changes during the copy, caught up in %d writes", during.Load(), patches.Load())
+}
+
+// TestCatchUpAcrossALevelOpenedAgain: while a full copy catches up, its
+// first sub-filter is retired and a new one opened at the same level, just
+// after the copy took the chain's sub-filters. The blocks the round reads
+// from the new one are read again once the copy has taken it, its level
+// zeroed first, so the copy made live is exactly the file.
+func TestCatchUpAcrossALevelOpenedAgain(t *testing.T) {
+	s := redistest.StartServer(t)
+	base := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 7})
+	next := uint64(1)
+	addKeys(t, f, &next, 15_000)
+	var opened, reopened atomic.Bool
+	patches := &atomic.Int32{}
+	r := &countingStarts{Redis: patching{duringCopy{base, func(part string) {
+		if strings.HasSuffix(part, ":l0:p5") && opened.CompareAndSwap(false, true) {
+			// A second sub-filter, which the copy takes as its first
+			// round begins, and more blocks than one round's read.
+			addKeys(t, f, &next, 6_000)
+		}
+	}, func() {
+		sameAsFile(t, ctx, base, "reopened", f) // nothing changes after the reopening
+	}}, patches, func() {
+		dropOldest(t, f)
+		addKeys(t, f, &next, 39_500)
+		subs := f.Stats().SubFilters
+		if assert.Len(t, subs, 2) && assert.Equal(t, 0, subs[1].Level) {
+			reopened.Store(true)
+		}
+	}}}
+	m, err := Attach(f, r, "reopened", &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, holdBytes: 4096})
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	require.True(t, reopened.Load(), "the level was opened again during the catch-up")
+	requireSame(t, ctx, r, "reopened", f)
+	assert.Equal(t, int32(1), r.n.Load(), "copies started")
+	assert.Equal(t, uint64(1), m.Stats().Recopies)
+}
+
+// TestChangesAsTheLastRoundBegins: changes committed after a copy's last
+// round took the blocks it reads, and before it reads them, reach the copy
+// from the queue. If the queue gave up on some, or one opened a
+// sub-filter, the copy goes round again rather than start over.
+func TestChangesAsTheLastRoundBegins(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		maxQueue int
+		change   func(t *testing.T, f *engine.Filter, next *uint64)
+	}{
+		{"queued", 1000, func(t *testing.T, f *engine.Filter, next *uint64) {
+			addKeys(t, f, next, 50)
+		}},
+		{"beyond the queue", 20, func(t *testing.T, f *engine.Filter, next *uint64) {
+			addKeys(t, f, next, 50)
+		}},
+		{"a sub-filter opened", 100_000, func(t *testing.T, f *engine.Filter, next *uint64) {
+			addKeys(t, f, next, 10_500)
+			assert.Len(t, f.Stats().SubFilters, 2)
+		}},
+		{"a level retired and opened again", 100_000, func(t *testing.T, f *engine.Filter, next *uint64) {
+			addKeys(t, f, next, 10_500) // a second sub-filter, at level 1
+			for i := range uint64(20) {
+				// Changes to the first before it is retired, in blocks
+				// the new one at its level will mostly not touch.
+				require.NoError(t, f.Remove(key(i+1), i+1))
+			}
+			dropOldest(t, f)
+			addKeys(t, f, next, 39_600) // fills the second: a new one at level 0
+			subs := f.Stats().SubFilters
+			assert.Len(t, subs, 2)
+			assert.Equal(t, 0, subs[1].Level)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := redistest.StartServer(t)
+			r := &countingStarts{Redis: dial(t, s.URL(), false)}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 27})
+			next := uint64(1)
+			addKeys(t, f, &next, 10_000)
+			m, err := Attach(f, r, "last", &Options{MaxQueue: c.maxQueue, PartBytes: 4096, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			defer m.Close()
+			require.NoError(t, m.Flush(ctx))
+
+			var once sync.Once
+			// On the shipper's goroutine, as a copy's last round begins.
+			m.lastRound = func() { once.Do(func() { c.change(t, f, &next) }) }
+			s.Restart() // Redis loses its copy: the next change finds out
+			r.n.Store(0)
+			addKeys(t, f, &next, 1)
+			require.NoError(t, m.Flush(ctx)) // the copy, and the adds, are done
+			require.NoError(t, m.Flush(ctx))
+			requireSame(t, ctx, r, "last", f)
+			assert.Equal(t, int32(1), r.n.Load(), "copies started")
+			assert.Equal(t, uint64(2), m.Stats().Recopies)
+		})
+	}
+}
+
 // sameAsFile is requireSame for another goroutine than the test's: it
 // reports a difference and goes on.
 func sameAsFile(t *testing.T, ctx context.Context, r Redis, name string, f *engine.Filter) {

@@ -35,19 +35,26 @@
 // A full copy starts from the filter's Stats, taken between two changes,
 // and reads the counters a piece at a time with Filter.CopyCounters, so the
 // filter waits for a piece at most and memory holds one chunk. A piece may
-// hold changes made after the copy started; the changes queued meanwhile
-// carry the new bytes of what they wrote, so replaying them in order into
-// the copy, through the same script aimed at the pending hash, leaves every
-// block as the filter has it. Only then does the switch rename the pending
-// hash to the meta hash, so the copy that becomes live is exact at its
-// sequence. A copy is written again if a sub-filter it was reading was
-// retired, or the queue gave up on a change the copy does not hold. A copy
-// records its keys in the pending hash before it writes them; a copy that
-// never became live is deleted by the next one. Every copy takes a
-// generation no copy had (from {N}:gens), so two processes copying one name
-// at once never write the same parts: the copy whose pending hash the other
-// replaced finds out when it ships into it or switches, deletes its parts
-// and starts again.
+// hold changes made after the copy started. While the copy is written the
+// mirror does not queue changes: it marks the 64-byte blocks they touch,
+// one bit a block. The copy then catches up in rounds: each reads the
+// blocks marked since the last one again (Filter.CopySpans) and writes them
+// into the pending copy, until few are left. The last round reads those
+// under one hold of the filter's lock, exact at its sequence, and writes
+// them after the few changes queued between taking them and reading them;
+// it sets the tallies and directory of that moment. Only then does the
+// switch rename the pending hash to the meta hash, so the copy that
+// becomes live is exact at its sequence. A round whose sub-filters changed
+// under it (a level retired and opened again goes to a new sub-filter) is
+// made again, the copy's level zeroed first. A copy is written again if a
+// sub-filter it was first reading was retired.
+//
+// A copy records its keys in the pending hash before it writes them; a
+// copy that never became live is deleted by the next one. Every copy takes
+// a generation no copy had (from {N}:gens), so two processes copying one
+// name at once never write the same parts: the copy whose pending hash the
+// other replaced finds out when it catches up or switches, deletes its
+// parts and starts again.
 //
 // # Reading
 //

@@ -15,13 +15,12 @@ import (
 // Options tune a Mirror. A nil *Options means every default.
 type Options struct {
 	// MaxQueue is the number of changes queued for Redis before the mirror
-	// gives up on them and makes a full copy instead. A full copy replays
-	// the changes made while it is written from this queue, and starts
-	// again if they overflow it: the queue must hold the changes of as
-	// long as a copy takes (a filter of 10 GB written at 200 MB/s, with
-	// 10 000 changes a second, needs 500 000). A queued add or remove
-	// takes about 200 bytes, and up to twice that while the queue's array
-	// grows. Default 1 000 000.
+	// gives up on them and makes a full copy instead. A full copy does not
+	// queue the changes made while it is written (it marks the blocks they
+	// touch and reads them again), so the queue need only hold the changes
+	// of an outage of Redis the mirror should outlive without a copy. A
+	// queued add or remove takes about 200 bytes, and up to twice that
+	// while the queue's array grows. Default 1 000 000.
 	MaxQueue int
 	// BatchSize is the number of changes one script applies. Default 512.
 	BatchSize int
@@ -33,6 +32,10 @@ type Options struct {
 	// Backoff is the first wait after a failed call; it doubles up to 5 s.
 	// Default 50 ms.
 	Backoff time.Duration
+
+	// holdBytes is the most a full copy's catch-up reads under one hold of
+	// the filter's lock, a multiple of 64; tests lower it.
+	holdBytes uint64
 }
 
 func (o *Options) withDefaults() Options {
@@ -54,6 +57,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Backoff <= 0 {
 		r.Backoff = 50 * time.Millisecond
+	}
+	if r.holdBytes == 0 || r.holdBytes%blockBytes != 0 {
+		r.holdBytes = holdBytes
 	}
 	return r
 }
@@ -88,29 +94,39 @@ type Mirror struct {
 		// abandoned is the sequence of the last change the queue gave up
 		// on when it overflowed.
 		abandoned uint64
-		stats     Stats
-		acked     *sync.Cond // broadcast when stats.Acked moves, or closed
-		closed    bool       // Close is done
+		// tracking records the blocks changes touch while a full copy is
+		// written, in place of queueing the changes; nil otherwise.
+		tracking *dirty
+		// finishing: the copy's last catch-up has begun, and changes are
+		// queued as well as tracked, those after lastSeq at that moment.
+		finishing bool
+		// lastSeq is the sequence of the last change enqueue saw.
+		lastSeq uint64
+		stats   Stats
+		acked   *sync.Cond // broadcast when stats.Acked moves, or closed
+		closed  bool       // Close is done
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
 	// outline is f.Stats, what a full copy starts from; tests replace it to
 	// change the filter just before or after a copy starts.
 	outline func() engine.Stats
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	// lastRound, when not nil, runs as a copy's last round begins, after it
+	// took the blocks to read and before it reads them: tests change the
+	// filter there.
+	lastRound func()
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 	// ctx ends with Close, so that a copy in progress stops with it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	// The shipper goroutine alone uses these: what the copy it ships to
-	// is, the live one, or while staging a full copy catching up before
-	// its switch.
-	gen     uint64
-	seq     uint64
-	subs    []engine.SubFilterStats
-	staging bool
+	// is, the live one, or a full copy being written.
+	gen  uint64
+	seq  uint64
+	subs []engine.SubFilterStats
 }
 
 // Attach starts mirroring f into Redis under name: a full copy first (what
@@ -127,17 +143,33 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.acked = sync.NewCond(&m.mu)
 	m.mu.needCopy, m.mu.copyReason = true, "attached: what Redis holds is not known"
-	if _, err := f.OnCommit(m.enqueue); err != nil {
+	seq, err := f.OnCommit(m.enqueue)
+	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
+	m.mu.lastSeq = max(m.mu.lastSeq, seq) // changes since may have come
+	m.mu.Unlock()
 	go m.run()
 	m.poke()
 	return m, nil
 }
 
-// enqueue copies a committed change into the queue. It runs under the
-// engine's lock, so it never waits for Redis.
+// enqueue copies a committed change into the queue, or while a full copy
+// is written records the blocks it touched. It runs under the engine's
+// lock, so it never waits for Redis.
 func (m *Mirror) enqueue(c *engine.Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.lastSeq = c.Seq
+	if d := m.mu.tracking; d != nil {
+		for _, w := range c.Counters {
+			d.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
+		}
+		if !m.mu.finishing {
+			return // the copy reads these blocks again
+		}
+	}
 	ch := change{seq: c.Seq, dir: append([]engine.SubFilterStats(nil), c.Directory...)} // nil stays nil
 	ch.counters = m.slab.newWrites(len(c.Counters))
 	for i, w := range c.Counters {
@@ -146,16 +178,17 @@ func (m *Mirror) enqueue(c *engine.Change) {
 	if c.Tallies != nil {
 		ch.tallies, ch.hasTallies = *c.Tallies, true
 	}
-	m.mu.Lock()
 	if m.mu.queue.len() >= m.opts.MaxQueue {
-		// Too far behind: a full copy will carry these changes.
 		m.mu.queue.abandon()
-		m.mu.needCopy, m.mu.abandoned = true, c.Seq-1
-		m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
+		m.mu.abandoned = c.Seq - 1
+		if m.mu.tracking == nil {
+			// Too far behind: a full copy will carry these changes.
+			m.mu.needCopy = true
+			m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
+		} // else the copy's catch-up tracked them, and begins again
 	}
 	m.mu.queue.push(ch)
 	m.mu.stats.QueueDepth = m.mu.queue.len()
-	m.mu.Unlock()
 	m.poke()
 }
 
@@ -230,13 +263,20 @@ func (m *Mirror) record(err error) {
 // copyAll writes a full copy of the filter under a new generation, brings
 // it up to date with the changes committed while it was written, and makes
 // it live. The filter is never stopped for longer than a piece of its
-// counters takes to copy (engine.Filter.CopyCounters), and the copy holds
-// no more of them in memory than one chunk.
+// counters takes to copy (engine.Filter.CopyCounters, CopySpans), and the
+// copy holds no more of them in memory than one chunk. While it is written
+// the mirror records the blocks changes touch rather than queueing the
+// changes, so a copy that takes long, under many changes, needs no more
+// than a bit for each block of the filter.
 func (m *Mirror) copyAll() error {
 	ctx := m.ctx
 	m.mu.Lock()
 	reason := m.mu.copyReason
+	m.mu.tracking, m.mu.finishing = &dirty{}, false
+	m.mu.queue.abandon() // the copy holds these changes
+	m.mu.stats.QueueDepth = 0
 	m.mu.Unlock()
+	defer m.stopTracking()
 	base := m.outline()
 	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts)
 	if errors.Is(err, engine.ErrNoSubFilter) {
@@ -245,15 +285,17 @@ func (m *Mirror) copyAll() error {
 	if err != nil {
 		return err
 	}
-	m.gen, m.seq, m.subs, m.staging = gen, base.MemSeq, base.SubFilters, true
-	defer func() { m.staging = false }()
-	switched, err := m.catchUpAndSwitch(ctx, old)
+	m.gen, m.seq, m.subs = gen, base.MemSeq, base.SubFilters
+	err = m.catchUp(ctx)
+	if err == nil {
+		err = retried(ctx, m.opts.Backoff, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
+	}
 	if errors.Is(err, errReplaced) {
 		// Its parts are the base's sub-filters' and those opened since.
 		return errors.Join(err, discardCopy(ctx, m.r, m.keys, gen, m.opts.PartBytes, slices.Concat(base.SubFilters, m.subs)))
 	}
-	if !switched {
-		return err // nil if the queue gave up on a change: copy again
+	if err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -266,41 +308,221 @@ func (m *Mirror) copyAll() error {
 	return nil
 }
 
-// catchUpAndSwitch replays into a copy just written the changes committed
-// since its base, then makes it live, and reports whether it did. It
-// reports false and no error, leaving the copy pending, if the queue gave
-// up on a change the copy needs: the copy is then made again.
-func (m *Mirror) catchUpAndSwitch(ctx context.Context, old copyMeta) (bool, error) {
+// stopTracking ends the record of changed blocks a full copy keeps.
+func (m *Mirror) stopTracking() {
 	m.mu.Lock()
-	drop := 0
-	for waiting := m.mu.queue.waiting(); drop < len(waiting) && waiting[drop].seq <= m.seq; {
-		drop++
-	}
-	m.mu.queue.drop(drop)
-	lost := m.mu.abandoned > m.seq
+	m.mu.tracking, m.mu.finishing = nil, false
 	m.mu.Unlock()
-	// The copy holds every change up to its base and some later ones; the
-	// queue holds every later one, unless it gave up on some. Replayed in
-	// order, they leave each block as the filter has it.
-	if lost {
-		return false, nil // the queue gave up on changes after the base
-	}
-	for target := m.f.Stats().MemSeq; m.seq < target; {
+}
+
+// holdBytes is the most a copy's catch-up reads under one hold of the
+// filter's lock (engine.Filter.CopySpans) by default: changes wait at most
+// for that. holdSpans bounds the spans a read and its write to Redis take.
+const (
+	holdBytes = 1 << 20
+	holdSpans = 4096
+)
+
+// catchUp brings a copy just written, not yet live, up to date with the
+// changes made while it was written, and leaves it at m.seq, with every
+// change after m.seq queued. It reads the blocks those changes touched
+// again, in rounds, each round writing those the changes before it
+// touched, until few are left: the last round reads those under one hold
+// of the filter's lock, exact at its sequence. A round keeps up if the
+// mirror writes blocks faster than the filter changes new ones.
+func (m *Mirror) catchUp(ctx context.Context) error {
+	buf := make([]byte, m.opts.holdBytes)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The copy takes the chain's sub-filters as they are now, so
+		// that the blocks of one opened since are written into it.
+		if err := m.reshapePending(ctx, m.f.Stats().SubFilters); err != nil {
+			return err
+		}
 		m.mu.Lock()
-		batch := m.mu.queue.waiting()[:min(m.mu.queue.len(), m.opts.BatchSize)]
-		m.mu.Unlock()
-		if len(batch) == 0 || batch[0].seq != m.seq+1 {
-			return false, nil // the queue overflowed meanwhile
+		last := uint64(m.mu.tracking.blocks) <= m.opts.holdBytes/blockBytes
+		spans, from := m.mu.tracking.take(), m.mu.lastSeq
+		if last {
+			m.mu.finishing = true
+			m.mu.queue.abandon() // those of an earlier last round
 		}
-		if err := retried(ctx, m.opts.Backoff, func() error { return m.ship(batch) }); err != nil {
-			return false, err
+		m.mu.Unlock()
+		if !last {
+			if err := m.rewrite(ctx, spans, buf); err != nil {
+				return err
+			}
+			continue
+		}
+		if m.lastRound != nil {
+			m.lastRound()
+		}
+		if done, err := m.finish(ctx, spans, from, buf); done || err != nil {
+			return err
 		}
 	}
-	if err := retried(ctx, m.opts.Backoff, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) }); err != nil {
+}
+
+// rewrite reads spans again, a piece at a time, and writes them into the
+// pending copy. A span of a level whose sub-filter is not the one the copy
+// holds (a level retired and opened again since the copy took the chain's
+// sub-filters) is marked again for a later round.
+func (m *Mirror) rewrite(ctx context.Context, spans []engine.Span, buf []byte) error {
+	for len(spans) > 0 {
+		var group []engine.Span
+		group, spans = cut(spans, m.opts.holdBytes, holdSpans)
+		st, err := m.f.CopySpans(group, buf)
+		if err != nil {
+			return err
+		}
+		writes, stale := m.heldWrites(group, buf, st.SubFilters)
+		if len(stale) > 0 {
+			m.mu.Lock()
+			for _, s := range stale {
+				m.mu.tracking.mark(s.Level, s.Offset, s.Bytes)
+			}
+			m.mu.Unlock()
+		}
+		if len(writes) == 0 {
+			continue
+		}
+		if err := m.patch(ctx, []change{{counters: writes}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// heldWrites pairs spans with their bytes in buf: those of levels whose
+// sub-filter in held is the one the pending copy holds, and those of
+// levels held by another (stale); levels not held are left out.
+func (m *Mirror) heldWrites(spans []engine.Span, buf []byte, held []engine.SubFilterStats) (writes []engine.CounterWrite, stale []engine.Span) {
+	for _, s := range spans {
+		bytes := buf[:s.Bytes]
+		buf = buf[s.Bytes:]
+		now, ok := subAt(held, s.Level)
+		if !ok {
+			continue
+		}
+		if copied, ok := subAt(m.subs, s.Level); ok && sameSubFilter(copied, now) {
+			writes = append(writes, engine.CounterWrite{Level: s.Level, Offset: s.Offset, Bytes: bytes})
+		} else {
+			stale = append(stale, s)
+		}
+	}
+	return writes, stale
+}
+
+// finish is a copy's last round: it reads spans, the blocks changed since
+// the sequence from, under one hold of the filter's lock, and writes them
+// with the changes queued between from and the moment of that read. It
+// reports false, to go round again, if the chain's sub-filters changed, or
+// the queue gave up on a change, in between.
+func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, buf []byte) (bool, error) {
+	st, err := m.f.CopySpans(spans, buf)
+	if err != nil {
 		return false, err
 	}
-	m.staging = false
+	m.mu.Lock()
+	var queued []change
+	for _, c := range m.mu.queue.waiting() {
+		if c.seq > st.MemSeq {
+			break
+		}
+		queued = append(queued, change{counters: c.counters})
+	}
+	// The queue holds every change after from, in order, unless it gave up
+	// on some; none of those up to the read changed the chain's sub-filters
+	// if the read found those the copy has.
+	ok := sameSubFilters(st.SubFilters, m.subs) && from+uint64(len(queued)) == st.MemSeq
+	if ok {
+		m.mu.queue.drop(len(queued))
+		m.mu.tracking, m.mu.finishing = nil, false
+	} else {
+		for _, s := range spans {
+			m.mu.tracking.mark(s.Level, s.Offset, s.Bytes)
+		}
+		m.mu.finishing = false
+	}
+	m.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	// The queued changes' bytes first, then the blocks as they were at
+	// st.MemSeq: later writes of a span win.
+	writes, _ := m.heldWrites(spans, buf, st.SubFilters)
+	batch := append([]change{{dir: st.SubFilters}}, queued...)
+	batch = append(batch, change{counters: writes})
+	for _, sub := range st.SubFilters {
+		batch = append(batch, change{tallies: engine.Tallies{Level: sub.Level, Count: sub.Count, MaxID: sub.MaxID, NonZero: sub.NonZero}, hasTallies: true})
+	}
+	keys, args := m.opArgs(m.keys.pending(), []any{m.seq, st.MemSeq, m.gen}, batch)
+	if err := retried(ctx, m.opts.Backoff, func() error {
+		_, err := m.r.Eval(ctx, shipScript, false, keys, args...)
+		return pendingError(err)
+	}); err != nil {
+		return false, fmt.Errorf("mirror: bringing a copy up to date: %w", err)
+	}
+	m.seq, m.subs = st.MemSeq, st.SubFilters
 	return true, nil
+}
+
+// reshapePending gives the pending copy the sub-filters subs, new ones
+// zeroed, retired ones deleted, unless it has them.
+func (m *Mirror) reshapePending(ctx context.Context, subs []engine.SubFilterStats) error {
+	if sameSubFilters(subs, m.subs) {
+		return nil
+	}
+	if err := m.patch(ctx, []change{{dir: subs}}); err != nil {
+		return err
+	}
+	m.subs = subs
+	return nil
+}
+
+// patch applies batch to the pending copy, at no sequence (patchScript).
+func (m *Mirror) patch(ctx context.Context, batch []change) error {
+	keys, args := m.opArgs(m.keys.pending(), []any{m.gen}, batch)
+	err := retried(ctx, m.opts.Backoff, func() error {
+		_, err := m.r.Eval(ctx, patchScript, false, keys, args...)
+		return pendingError(err)
+	})
+	if err != nil {
+		return fmt.Errorf("mirror: bringing a copy up to date: %w", err)
+	}
+	return nil
+}
+
+// pendingError is err, a script's answer on the pending copy, as
+// errReplaced if that copy is another's.
+func pendingError(err error) error {
+	if code := scriptError(err); code != "" && code != "DUP" {
+		return fmt.Errorf("%w (%s)", errReplaced, code)
+	}
+	return err
+}
+
+// subAt is the sub-filter of subs at level.
+func subAt(subs []engine.SubFilterStats, level int) (engine.SubFilterStats, bool) {
+	for _, s := range subs {
+		if s.Level == level {
+			return s, true
+		}
+	}
+	return engine.SubFilterStats{}, false
+}
+
+// sameSubFilter reports whether a and b are the same sub-filter: a level
+// a retirement freed goes to a new one, with another first id.
+func sameSubFilter(a, b engine.SubFilterStats) bool {
+	return a.Level == b.Level && a.FirstID == b.FirstID && a.Blocks == b.Blocks
+}
+
+// sameSubFilters reports whether a and b hold the same sub-filters, in
+// the same order.
+func sameSubFilters(a, b []engine.SubFilterStats) bool {
+	return slices.EqualFunc(a, b, sameSubFilter)
 }
 
 // Push writes a full copy of f into Redis under name, replacing what is
@@ -534,9 +756,6 @@ func (m *Mirror) ship(batch []change) error {
 		return nil
 	}
 	keys, args := m.shipArgs(batch)
-	if m.staging {
-		keys[0] = m.keys.pending()
-	}
 	answer, err := m.r.Eval(m.ctx, shipScript, false, keys, args...)
 	code := scriptError(err)
 	var applied uint64
@@ -554,19 +773,26 @@ func (m *Mirror) ship(batch []change) error {
 	}
 	// Redis lost the copy, holds another, or is elsewhere.
 	m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
-	if m.staging {
-		return fmt.Errorf("%w: shipping changes into it (%s)", errReplaced, code)
-	}
 	return fmt.Errorf("%w (%s); copying in full", errNotLive, code)
 }
 
-// shipArgs builds shipScript's keys and arguments for batch. The script
-// applies a batch whole, so only the last content of a span, and the last
-// tallies of a sub-filter, need to reach Redis: an earlier write the batch
-// writes again is left out. A change of directory ends that, as the parts
-// and tallies it creates or deletes come between.
+// shipArgs builds shipScript's keys and arguments for batch.
 func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
-	keys = []string{m.keys.meta()}
+	return m.opArgs(m.keys.meta(), []any{m.seq, batch[len(batch)-1].seq, m.gen}, batch)
+}
+
+// opArgs builds the keys and arguments of a script that applies batch to
+// the copy of hash, its arguments head then the operations (see
+// applyOps), from the directory m.subs. The script applies a batch whole,
+// so only the last content of a span, and the last tallies of a
+// sub-filter, need to reach Redis: an earlier write the batch writes again
+// is left out. A change of directory ends that, as the parts and tallies
+// it creates or deletes come between. The later bytes take the earlier
+// write's place, which is right as no write overlapping it comes between:
+// a change writes one block, or words of a flat sub-filter, and a copy's
+// last round puts its runs of blocks after every other write.
+func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string, args []any) {
+	keys = []string{hash}
 	index := map[partOf]int{}
 	key := func(level int, part uint64) int {
 		at := partOf{level, part}
@@ -579,7 +805,7 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 	}
 	spans := map[spanOf]int{} // where in args each span's bytes are
 	tallies := map[int]int{}  // where in args each level's tallies are
-	args = []any{m.seq, batch[len(batch)-1].seq, m.gen}
+	args = head
 	subs := m.subs
 	for i := range batch {
 		c := &batch[i]
@@ -591,14 +817,19 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 			subs = c.dir
 		}
 		for _, w := range c.counters {
-			span := spanOf{w.Level, w.Offset, len(w.Bytes)}
-			if at, ok := spans[span]; ok {
-				args[at] = w.Bytes
-				continue
+			for off, b := w.Offset, w.Bytes; len(b) > 0; {
+				// A write of several blocks may cross into the next part.
+				p := off / m.opts.PartBytes
+				n := min(uint64(len(b)), (p+1)*m.opts.PartBytes-off)
+				span := spanOf{w.Level, off, int(n)}
+				if at, ok := spans[span]; ok {
+					args[at] = b[:n]
+				} else {
+					args = append(args, "c", key(w.Level, p), off-p*m.opts.PartBytes, b[:n])
+					spans[span] = len(args) - 1
+				}
+				off, b = off+n, b[n:]
 			}
-			p := w.Offset / m.opts.PartBytes
-			args = append(args, "c", key(w.Level, p), w.Offset-p*m.opts.PartBytes, w.Bytes)
-			spans[span] = len(args) - 1
 		}
 		if t := &c.tallies; c.hasTallies {
 			if at, ok := tallies[t.Level]; ok {
@@ -659,24 +890,22 @@ func (m *Mirror) acknowledge(batch []change, seq uint64, resent bool) {
 		m.mu.queue.drop(n)
 	}
 	m.mu.stats.QueueDepth = m.mu.queue.len()
-	if m.staging {
-		return // not live until the switch
-	}
 	m.mu.stats.Shipped, m.mu.stats.Acked = m.seq, m.seq
 	m.mu.acked.Broadcast()
 }
 
 // reshape adds the operations that take the copy from directory old to
-// new: retired sub-filters' parts deleted, new ones created zeroed.
+// new: retired sub-filters' parts deleted, new ones created zeroed, those
+// of a level that went to a new sub-filter zeroed again.
 func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engine.SubFilterStats) []any {
-	had := map[int]bool{}
+	had := map[int]engine.SubFilterStats{}
 	for _, s := range old {
-		had[s.Level] = true
+		had[s.Level] = s
 	}
 	kept := map[int]bool{}
 	for _, s := range new {
 		kept[s.Level] = true
-		if had[s.Level] {
+		if was, ok := had[s.Level]; ok && sameSubFilter(was, s) {
 			continue
 		}
 		size := s.Blocks * 64

@@ -22,10 +22,8 @@ func scriptError(err error) string {
 // metaScript reads the meta hash, or the pending one.
 var metaScript = newScript(`return redis.call('HGETALL', KEYS[1])`)
 
-// shipScript applies a batch of changes if Redis's sequence is the one the
-// batch follows. KEYS[1] is the meta hash, or the pending hash of a copy
-// catching up before its switch; the others are counter parts.
-// ARGV: from, to, gen, then operations:
+// applyOps is the Lua that applies a batch's operations, ARGV[first] on,
+// to the copy whose meta (or pending) hash is meta:
 //
 //	c <key index> <offset> <bytes>  write counter bytes
 //	n <key index> <size>            a new, zeroed part
@@ -33,18 +31,8 @@ var metaScript = newScript(`return redis.call('HGETALL', KEYS[1])`)
 //	t <level> <tallies>             set a sub-filter's tallies
 //	u <level>                       forget a retired sub-filter's tallies
 //	d <directory>                   set the directory
-//
-// It answers OK, or DUP for a batch it already applied (a resend).
-var shipScript = newScript(`
-local meta = KEYS[1]
-local gen = redis.call('HGET', meta, 'gen')
-if not gen then return redis.error_reply('TBNOCOPY') end
-if gen ~= ARGV[3] then return redis.error_reply('TBGEN ' .. gen) end
-local seq = tonumber(redis.call('HGET', meta, 'seq'))
-local from, to = tonumber(ARGV[1]), tonumber(ARGV[2])
-if seq == to then return 'DUP' end
-if seq ~= from then return redis.error_reply('TBSEQ ' .. tostring(seq)) end
-local i = 4
+const applyOps = `
+local i = first
 while i <= #ARGV do
   local op = ARGV[i]
   if op == 'c' then
@@ -71,7 +59,37 @@ while i <= #ARGV do
     return redis.error_reply('TBOP ' .. op)
   end
 end
+`
+
+// shipScript applies a batch of changes if Redis's sequence is the one the
+// batch follows. KEYS[1] is the meta hash, or the pending hash of a copy
+// catching up before its switch; the others are counter parts. ARGV: from,
+// to, gen, then operations (see applyOps). It answers OK, or DUP for a
+// batch it already applied (a resend).
+var shipScript = newScript(`
+local meta = KEYS[1]
+local gen = redis.call('HGET', meta, 'gen')
+if not gen then return redis.error_reply('TBNOCOPY') end
+if gen ~= ARGV[3] then return redis.error_reply('TBGEN ' .. gen) end
+local seq = tonumber(redis.call('HGET', meta, 'seq'))
+local from, to = tonumber(ARGV[1]), tonumber(ARGV[2])
+if seq == to then return 'DUP' end
+if seq ~= from then return redis.error_reply('TBSEQ ' .. tostring(seq)) end
+local first = 4` + applyOps + `
 redis.call('HSET', meta, 'seq', to)
+return 'OK'
+`)
+
+// patchScript applies operations (see applyOps) to a copy not yet live,
+// at no sequence: a full copy catching up writes the blocks changed while
+// it was written, read again, before it takes the sequence of the moment
+// it finishes. KEYS[1] is the pending hash, the others counter parts;
+// ARGV: the copy's generation, then the operations. It raises TBPENDING if
+// the pending copy is another's.
+var patchScript = newScript(`
+local meta = KEYS[1]
+if redis.call('HGET', meta, 'gen') ~= ARGV[1] then return redis.error_reply('TBPENDING') end
+local first = 2` + applyOps + `
 return 'OK'
 `)
 
