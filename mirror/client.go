@@ -42,10 +42,28 @@ func (t timed) Eval(ctx context.Context, s *Script, readOnly bool, keys []string
 type goRedis struct{ c redis.UniversalClient }
 
 func (g goRedis) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	run := s.s.Run
 	if readOnly {
-		return s.s.RunRO(ctx, g.c, keys, args...).Result()
+		run = s.s.RunRO
 	}
-	return s.s.Run(ctx, g.c, keys, args...).Result()
+	answer, err := run(ctx, g.c, keys, args...).Result()
+	if cut := contextError(ctx); err != nil && cut != nil && !errors.Is(err, cut) {
+		// The context cut the call short: say so, for errors.Is.
+		err = fmt.Errorf("%w: %w", cut, err)
+	}
+	return answer, err
+}
+
+// contextError is ctx's error, or DeadlineExceeded once its deadline has
+// passed: a socket deadline set from it may fire before its timer does.
+func contextError(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (g goRedis) Close() error { return g.c.Close() }
@@ -58,6 +76,10 @@ func Dial(rawURL string) (Redis, error) {
 		return nil, fmt.Errorf("mirror: Redis URL %s: %w", Redact(rawURL), withoutURL(err))
 	}
 	opts.MaxRetries = -1 // the mirror retries itself; its scripts are safe to resend
+	// A call's context bounds its reads and writes, so Options.Timeout
+	// and a checker's context hold against a server that stopped
+	// answering; go-redis otherwise waits for its own read timeout.
+	opts.ContextTimeoutEnabled = true
 	return goRedis{redis.NewClient(opts)}, nil
 }
 
@@ -69,6 +91,7 @@ func DialCluster(rawURL string) (Redis, error) {
 		return nil, fmt.Errorf("mirror: Redis Cluster URL %s: %w", Redact(rawURL), withoutURL(err))
 	}
 	opts.MaxRetries = -1
+	opts.ContextTimeoutEnabled = true
 	return goRedis{redis.NewClusterClient(opts)}, nil
 }
 

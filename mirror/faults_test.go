@@ -167,6 +167,49 @@ func TestFaultsConverge(t *testing.T) {
 	assert.NoError(t, engine.Verify(f.Path()), "the local file is whole")
 }
 
+// TestContextBoundsACall: a call's context bounds it against a Redis that
+// stopped answering, on one server and on a cluster: a checker returns
+// its context's error, rather than waiting for the client's own read
+// timeout.
+func TestContextBoundsACall(t *testing.T) {
+	s := redistest.StartServer(t)
+	c := redistest.StartCluster(t)
+	for _, target := range []struct {
+		name          string
+		url           string
+		cluster       bool
+		pause, resume func()
+	}{
+		{"server", s.URL(), false, s.Pause, s.Resume},
+		{"cluster", c.URL(), true, c.Pause, c.Resume},
+	} {
+		t.Run(target.name, func(t *testing.T) {
+			r := dial(t, target.url, target.cluster)
+			f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 30})
+			require.NoError(t, f.Add(key(1), 1))
+			ctx := context.Background()
+			require.NoError(t, Push(ctx, f, r, "bounded", nil))
+			checker, err := NewChecker(ctx, r, "bounded")
+			require.NoError(t, err)
+			// Redis goes on 3 s later, well before go-redis's own read
+			// timeout: a call that outlasts its context returns after.
+			target.pause()
+			var goneOn atomic.Bool
+			resume := time.AfterFunc(3*time.Second, func() { goneOn.Store(true); target.resume() })
+			defer func() {
+				if resume.Stop() {
+					target.resume()
+				}
+			}()
+			short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			_, err = checker.Contains(short, key(1))
+			assert.False(t, goneOn.Load(), "the call returned while Redis was stopped")
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
+}
+
 // TestClusterFaultsConverge: a cluster restarted empty, and a cluster
 // paused past the queue's bound; the mirror converges to the exact bytes.
 // (Lost answers are tested on one server: a proxy cannot stand between a
