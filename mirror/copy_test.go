@@ -292,6 +292,109 @@ func TestChangesAsTheLastRoundBegins(t *testing.T) {
 	}
 }
 
+// callHook is a client that calls hook before every call.
+type callHook struct {
+	Redis
+	hook func(s *Script, keys []string)
+}
+
+func (c callHook) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	c.hook(s, keys)
+	return c.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
+
+// TestCopyWaitsOutAnOutage: Redis stops answering for a while as a full
+// copy writes its parts, catches up or switches. The copy makes its call
+// again until Redis answers, showing the failure in Stats meanwhile,
+// instead of starting over once Redis is back.
+func TestCopyWaitsOutAnOutage(t *testing.T) {
+	for _, c := range []struct {
+		phase string
+		at    func(s *Script, keys []string) bool
+	}{
+		{"writing", func(s *Script, keys []string) bool { return s == writeScript && strings.HasSuffix(keys[0], ":p3") }},
+		{"catching up", func(s *Script, keys []string) bool { return s == shipScript && strings.HasSuffix(keys[0], ":pending") }},
+		{"switching", func(s *Script, keys []string) bool { return s == switchScript }},
+	} {
+		t.Run(c.phase, func(t *testing.T) {
+			s := redistest.StartServer(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 28})
+			next := uint64(1)
+			addKeys(t, f, &next, 10_000)
+			var paused atomic.Bool
+			back := make(chan struct{})
+			r := &countingStarts{Redis: callHook{dial(t, s.URL(), false), func(sc *Script, keys []string) {
+				if c.at(sc, keys) && paused.CompareAndSwap(false, true) {
+					s.Pause()
+					time.AfterFunc(600*time.Millisecond, func() { s.Resume(); close(back) })
+				}
+			}}}
+			m, err := Attach(f, r, "outage", &Options{PartBytes: 4096, Timeout: 50 * time.Millisecond, Backoff: 5 * time.Millisecond})
+			require.NoError(t, err)
+			defer m.Close()
+			seen := ""
+			for waiting := true; waiting; {
+				select {
+				case <-back:
+					waiting = false
+				case <-time.After(5 * time.Millisecond):
+					if e := m.Stats().LastError; e != "" {
+						seen = e
+					}
+				}
+			}
+			require.NoError(t, m.Flush(ctx))
+			requireSame(t, ctx, r, "outage", f)
+			assert.Equal(t, int32(1), r.n.Load(), "copies started")
+			assert.Equal(t, uint64(1), m.Stats().Recopies)
+			assert.NotEmpty(t, seen, "the failure shown during the outage")
+			t.Logf("shown: %s", seen)
+		})
+	}
+}
+
+// TestLostCopyIsNoticedAtTheNextWrite: Redis loses the pending copy (a
+// restart) while its parts are written. The next write finds out, and the
+// copy deletes what it wrote and starts again, rather than writing the
+// rest of a copy no longer there.
+func TestLostCopyIsNoticedAtTheNextWrite(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 29})
+	next := uint64(1)
+	addKeys(t, f, &next, 10_000)
+	total := parts(f.Stats().SubFilters[0].Bytes, smallParts.PartBytes)
+	require.Greater(t, total, uint64(10))
+	var once, restarted atomic.Bool
+	var mu sync.Mutex
+	written := map[string]bool{} // parts written after the restart, before the next copy
+	r := &countingStarts{Redis: callHook{dial(t, s.URL(), false), func(sc *Script, keys []string) {
+		switch {
+		case sc == writeScript && strings.HasSuffix(keys[0], ":p3") && once.CompareAndSwap(false, true):
+			s.Restart()
+			restarted.Store(true)
+		case sc == writeScript && restarted.Load() && !strings.HasSuffix(keys[0], ":p3"):
+			mu.Lock()
+			written[keys[0]] = true
+			mu.Unlock()
+		case sc == startScript:
+			restarted.Store(false)
+		}
+	}}}
+	m, err := Attach(f, r, "lost", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "lost", f)
+	assert.Equal(t, int32(2), r.n.Load(), "copies started")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, written, 0, "parts written after the restart, of %d", total)
+}
+
 // sameAsFile is requireSame for another goroutine than the test's: it
 // reports a difference and goes on.
 func sameAsFile(t *testing.T, ctx context.Context, r Redis, name string, f *engine.Filter) {

@@ -47,7 +47,11 @@
 // becomes live is exact at its sequence. A round whose sub-filters changed
 // under it (a level retired and opened again goes to a new sub-filter) is
 // made again, the copy's level zeroed first. A copy is written again if a
-// sub-filter it was first reading was retired.
+// sub-filter it was first reading was retired. A failed call is made again
+// until Redis answers or the mirror closes, so an outage does not make a
+// copy start over; every write checks that the pending copy is still the
+// one being written, so a copy Redis lost, or another replaced, stops at
+// its next write.
 //
 // A copy records its keys in the pending hash before it writes them; a
 // copy that never became live is deleted by the next one. Every copy takes

@@ -218,7 +218,7 @@ func (m *Mirror) run() {
 					return
 				case <-time.After(backoff):
 				}
-				backoff = min(2*backoff, 5*time.Second)
+				backoff = min(2*backoff, maxBackoff)
 				continue
 			}
 			backoff = m.opts.Backoff
@@ -278,7 +278,7 @@ func (m *Mirror) copyAll() error {
 	m.mu.Unlock()
 	defer m.stopTracking()
 	base := m.outline()
-	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts)
+	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts, m.retry())
 	if errors.Is(err, engine.ErrNoSubFilter) {
 		return nil // a sub-filter was retired under the copy: copy again
 	}
@@ -288,7 +288,7 @@ func (m *Mirror) copyAll() error {
 	m.gen, m.seq, m.subs = gen, base.MemSeq, base.SubFilters
 	err = m.catchUp(ctx)
 	if err == nil {
-		err = retried(ctx, m.opts.Backoff, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
+		err = m.retry().do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
 	}
 	if errors.Is(err, errReplaced) {
 		// Its parts are the base's sub-filters' and those opened since.
@@ -307,6 +307,10 @@ func (m *Mirror) copyAll() error {
 	m.mu.acked.Broadcast()
 	return nil
 }
+
+// retry is how a full copy makes failed calls again: until Redis answers
+// or the mirror closes, each failure shown in Stats.
+func (m *Mirror) retry() retry { return retry{backoff: m.opts.Backoff, report: m.record} }
 
 // stopTracking ends the record of changed blocks a full copy keeps.
 func (m *Mirror) stopTracking() {
@@ -458,11 +462,11 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 		batch = append(batch, change{tallies: engine.Tallies{Level: sub.Level, Count: sub.Count, MaxID: sub.MaxID, NonZero: sub.NonZero}, hasTallies: true})
 	}
 	keys, args := m.opArgs(m.keys.pending(), []any{m.seq, st.MemSeq, m.gen}, batch)
-	if err := retried(ctx, m.opts.Backoff, func() error {
+	if err := m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, shipScript, false, keys, args...)
-		return pendingError(err)
+		return catchUpError(err)
 	}); err != nil {
-		return false, fmt.Errorf("mirror: bringing a copy up to date: %w", err)
+		return false, err
 	}
 	m.seq, m.subs = st.MemSeq, st.SubFilters
 	return true, nil
@@ -484,12 +488,16 @@ func (m *Mirror) reshapePending(ctx context.Context, subs []engine.SubFilterStat
 // patch applies batch to the pending copy, at no sequence (patchScript).
 func (m *Mirror) patch(ctx context.Context, batch []change) error {
 	keys, args := m.opArgs(m.keys.pending(), []any{m.gen}, batch)
-	err := retried(ctx, m.opts.Backoff, func() error {
+	return m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, patchScript, false, keys, args...)
-		return pendingError(err)
+		return catchUpError(err)
 	})
+}
+
+// catchUpError is err, from a call that brings a copy up to date, said so.
+func catchUpError(err error) error {
 	if err != nil {
-		return fmt.Errorf("mirror: bringing a copy up to date: %w", err)
+		return fmt.Errorf("mirror: bringing a copy up to date: %w", pendingError(err))
 	}
 	return nil
 }
@@ -539,7 +547,7 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 	}
 	o := opts.withDefaults()
 	r = timed{r, o.Timeout}
-	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), o)
+	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), o, retry{backoff: o.Backoff, attempts: callRetries})
 	if err != nil {
 		return err
 	}
@@ -580,9 +588,11 @@ func liveSource(f *engine.Filter, base engine.Stats) copySource {
 }
 
 // writeCopy writes src under a generation of its own (see startScript) and
-// leaves it pending, not yet live. It returns what the live copy was, and
-// the new generation.
-func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Options) (copyMeta, uint64, error) {
+// leaves it pending, not yet live, making failed writes again as again
+// says. It returns what the live copy was, and the new generation. If
+// another copy replaced it, or Redis lost it, meanwhile, it deletes what it
+// wrote and returns errReplaced.
+func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Options, again retry) (copyMeta, uint64, error) {
 	partBytes := opts.PartBytes
 	old, err := readMeta(ctx, r, k)
 	if err != nil && !errors.Is(err, ErrNotMirrored) {
@@ -612,8 +622,11 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 				if err := src.read(i, p*partBytes+off, piece); err != nil {
 					return copyMeta{}, 0, err
 				}
-				if err := writePart(ctx, r, key, off, piece, opts.Backoff); err != nil {
-					return copyMeta{}, 0, fmt.Errorf("mirror: writing a copy: %w", err)
+				if err := writePart(ctx, r, k, uint64(gen), key, off, piece, again); err != nil {
+					if errors.Is(err, errReplaced) {
+						err = errors.Join(err, discardCopy(ctx, r, k, uint64(gen), partBytes, src.subs))
+					}
+					return copyMeta{}, 0, err
 				}
 			}
 		}
@@ -621,24 +634,37 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 	return old, uint64(gen), nil
 }
 
-// callRetries is how many times a full copy makes a failed call again
-// before it gives up: its writes, its replay and its switch are safe to
-// repeat, and a copy of many gigabytes should not start over for one lost
-// answer.
+// retry says how a full copy makes a failed call again. Its writes, its
+// catch-up and its switch are safe to repeat, and a copy of many gigabytes
+// should not start over for a lost answer or a Redis away for a while.
+type retry struct {
+	backoff  time.Duration // the first pause; it doubles up to maxBackoff
+	attempts int           // calls made again before giving up; 0: until ctx ends
+	report   func(error)   // told of every failure, if not nil
+}
+
+// callRetries is how many times Push makes a failed call again. A mirror's
+// copy tries until Redis answers or the mirror closes, while it marks the
+// blocks changes touch, in a 512th of the filter at most.
 const callRetries = 3
 
-// retried runs call, and again after a failure that another try may mend,
-// pausing backoff and twice as long each time.
-func retried(ctx context.Context, backoff time.Duration, call func() error) error {
+// maxBackoff is the longest pause between two tries.
+const maxBackoff = 5 * time.Second
+
+// do runs call, and again after a failure that another try may mend.
+func (p retry) do(ctx context.Context, call func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := call()
-		if err == nil || attempt == callRetries || !transient(err) {
+		if err == nil || attempt == p.attempts && p.attempts > 0 || !transient(err) {
 			return err
+		}
+		if p.report != nil {
+			p.report(err)
 		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(backoff << attempt):
+		case <-time.After(min(p.backoff<<min(attempt, 16), maxBackoff)):
 		}
 	}
 }
@@ -651,12 +677,16 @@ func transient(err error) bool {
 		!errors.Is(err, context.Canceled)
 }
 
-// writePart writes piece at offset off of a part of a copy, trying again
-// after a failed call.
-func writePart(ctx context.Context, r Redis, key string, off uint64, piece []byte, backoff time.Duration) error {
-	return retried(ctx, backoff, func() error {
-		_, err := r.Eval(ctx, writeScript, false, []string{key}, off, piece)
-		return err
+// writePart writes piece at offset off of a part of the pending copy of
+// generation gen, trying again after a failed call. It returns errReplaced
+// if the pending copy is another's, or Redis lost it.
+func writePart(ctx context.Context, r Redis, k keys, gen uint64, key string, off uint64, piece []byte, again retry) error {
+	return again.do(ctx, func() error {
+		_, err := r.Eval(ctx, writeScript, false, []string{key, k.pending()}, gen, off, piece)
+		if err != nil {
+			return fmt.Errorf("mirror: writing a copy: %w", pendingError(err))
+		}
+		return nil
 	})
 }
 

@@ -93,12 +93,16 @@ local first = 2` + applyOps + `
 return 'OK'
 `)
 
-// writeScript writes bytes into a part of a copy not yet live. KEYS[1] is
-// the part; ARGV: offset, bytes. At offset 0 the bytes replace the key's
-// value, so nothing of an earlier value is left past their end.
+// writeScript writes bytes into a part of a copy not yet live, if the
+// pending copy is still the one of its generation. KEYS[1] is the part,
+// KEYS[2] the pending hash; ARGV: the generation, offset, bytes. At offset
+// 0 the bytes replace the key's value, so nothing of an earlier value is
+// left past their end. It raises TBPENDING if another copy replaced the
+// pending one, or Redis lost it.
 var writeScript = newScript(`
-if ARGV[1] == '0' then return redis.call('SET', KEYS[1], ARGV[2]) end
-return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]), ARGV[2])
+if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] then return redis.error_reply('TBPENDING') end
+if ARGV[2] == '0' then return redis.call('SET', KEYS[1], ARGV[3]) end
+return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[2]), ARGV[3])
 `)
 
 // startScript starts a copy: it takes a generation no copy had, above the
