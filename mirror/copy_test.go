@@ -145,9 +145,7 @@ func TestCopyUnderChangesBeyondTheQueue(t *testing.T) {
 	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 200_000, ErrorRate: 0.01, Seed: 26})
-	next := uint64(1)
-	addKeys(t, f, &next, 50_000)
+	f, next := filledFilter(t, 200_000, 26, 50_000)
 
 	var stop atomic.Bool
 	var during atomic.Uint64 // changes committed while the copy was written
@@ -199,9 +197,7 @@ func TestCatchUpAcrossALevelOpenedAgain(t *testing.T) {
 	base := dial(t, s.URL(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 7})
-	next := uint64(1)
-	addKeys(t, f, &next, 15_000)
+	f, next := filledFilter(t, 20_000, 7, 15_000)
 	var opened, reopened atomic.Bool
 	patches := &atomic.Int32{}
 	r := &countingStarts{Redis: patching{duringCopy{base, func(part string) {
@@ -269,9 +265,7 @@ func TestChangesAsTheLastRoundBegins(t *testing.T) {
 			r := &countingStarts{Redis: dial(t, s.URL(), false)}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 27})
-			next := uint64(1)
-			addKeys(t, f, &next, 10_000)
+			f, next := filledFilter(t, 20_000, 27, 10_000)
 			m, err := Attach(f, r, "last", &Options{MaxQueue: c.maxQueue, PartBytes: 4096, Backoff: time.Millisecond})
 			require.NoError(t, err)
 			defer m.Close()
@@ -320,9 +314,7 @@ func TestCopyWaitsOutAnOutage(t *testing.T) {
 			s := redistest.StartServer(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 28})
-			next := uint64(1)
-			addKeys(t, f, &next, 10_000)
+			f, _ := filledFilter(t, 20_000, 28, 10_000)
 			var paused atomic.Bool
 			back := make(chan struct{})
 			r := &countingStarts{Redis: callHook{dial(t, s.URL(), false), func(sc *Script, keys []string) {
@@ -363,9 +355,7 @@ func TestLostCopyIsNoticedAtTheNextWrite(t *testing.T) {
 	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 29})
-	next := uint64(1)
-	addKeys(t, f, &next, 10_000)
+	f, _ := filledFilter(t, 20_000, 29, 10_000)
 	total := parts(f.Stats().SubFilters[0].Bytes, smallParts.PartBytes)
 	require.Greater(t, total, uint64(10))
 	var once, restarted atomic.Bool
@@ -411,6 +401,16 @@ func sameAsFile(t *testing.T, ctx context.Context, r Redis, name string, f *engi
 	for i := range min(len(local.SubFilters()), len(remote.SubFilters())) {
 		assert.Equal(t, local.Counters(i), remote.Counters(i), "counters of sub-filter %d of the copy made live", i)
 	}
+}
+
+// filledFilter is a new filter for capacity keys at 1%, with n added, and
+// the id of the next key.
+func filledFilter(t *testing.T, capacity, seed, n uint64) (*engine.Filter, uint64) {
+	t.Helper()
+	f := newFilter(t, engine.Config{Capacity: capacity, ErrorRate: 0.01, Seed: seed})
+	next := uint64(1)
+	addKeys(t, f, &next, n)
+	return f, next
 }
 
 func addKeys(t *testing.T, f *engine.Filter, next *uint64, n uint64) {
