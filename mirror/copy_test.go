@@ -226,6 +226,44 @@ func TestCatchUpAcrossALevelOpenedAgain(t *testing.T) {
 	assert.Equal(t, uint64(1), m.Stats().Recopies)
 }
 
+// TestStatsShowACopy: while a full copy is written, Stats say so, how much
+// of it is written, and how many blocks changed since wait to be read
+// again.
+func TestStatsShowACopy(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, next := filledFilter(t, 20_000, 31, 10_000)
+	counters := f.Stats().CounterBytes
+	var attached atomic.Pointer[Mirror]
+	var during atomic.Pointer[Stats]
+	r := duringCopy{dial(t, s.URL(), false), func(part string) {
+		if !strings.HasSuffix(part, ":l0:p3") || during.Load() != nil {
+			return
+		}
+		addKeys(t, f, &next, 100)
+		for attached.Load() == nil {
+			runtime.Gosched() // Attach returns as the copy begins
+		}
+		st := attached.Load().Stats()
+		during.Store(&st)
+	}, func() {}}
+	m, err := Attach(f, r, "progress", smallParts)
+	require.NoError(t, err)
+	attached.Store(m)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	st := during.Load()
+	require.NotNil(t, st)
+	assert.True(t, st.Copying)
+	assert.Equal(t, counters, st.CopyBytes)
+	assert.Equal(t, 3*smallParts.PartBytes, st.CopiedBytes, "parts 0 to 2 written")
+	assert.Positive(t, st.ChangedBlocks, "blocks the adds changed")
+	after := m.Stats()
+	assert.False(t, after.Copying)
+	assert.Zero(t, after.CopyBytes+after.CopiedBytes+uint64(after.ChangedBlocks))
+}
+
 // TestChangesAsTheLastRoundBegins: changes committed after a copy's last
 // round took the blocks it reads, and before it reads them, reach the copy
 // from the queue. If the queue gave up on some, or one opened a

@@ -74,6 +74,13 @@ type Stats struct {
 	LastError  string // the last failure, "" after a success
 	// RecopyReason says why the last full copy was written.
 	RecopyReason string
+	// Copying reports a full copy being written: CopiedBytes of its
+	// CopyBytes of counters are written, and ChangedBlocks blocks of 64
+	// bytes changed since wait to be read again before it becomes live.
+	Copying       bool
+	CopyBytes     uint64
+	CopiedBytes   uint64
+	ChangedBlocks int
 }
 
 // Mirror ships a filter's committed changes to Redis.
@@ -278,7 +285,16 @@ func (m *Mirror) copyAll() error {
 	m.mu.Unlock()
 	defer m.stopTracking()
 	base := m.outline()
-	old, gen, err := writeCopy(ctx, m.r, m.keys, liveSource(m.f, base), m.opts, m.retry())
+	src := liveSource(m.f, base)
+	m.mu.Lock()
+	m.mu.stats.Copying, m.mu.stats.CopyBytes, m.mu.stats.CopiedBytes = true, base.CounterBytes, 0
+	m.mu.Unlock()
+	src.wrote = func(n uint64) {
+		m.mu.Lock()
+		m.mu.stats.CopiedBytes += n
+		m.mu.Unlock()
+	}
+	old, gen, err := writeCopy(ctx, m.r, m.keys, src, m.opts, m.retry())
 	if errors.Is(err, engine.ErrNoSubFilter) {
 		return nil // a sub-filter was retired under the copy: copy again
 	}
@@ -312,10 +328,12 @@ func (m *Mirror) copyAll() error {
 // or the mirror closes, each failure shown in Stats.
 func (m *Mirror) retry() retry { return retry{backoff: m.opts.Backoff, report: m.record} }
 
-// stopTracking ends the record of changed blocks a full copy keeps.
+// stopTracking ends the record of changed blocks a full copy keeps, as
+// the copy ends.
 func (m *Mirror) stopTracking() {
 	m.mu.Lock()
 	m.mu.tracking, m.mu.finishing = nil, false
+	m.mu.stats.Copying, m.mu.stats.CopyBytes, m.mu.stats.CopiedBytes = false, 0, 0
 	m.mu.Unlock()
 }
 
@@ -566,6 +584,8 @@ type copySource struct {
 	seq    uint64
 	subs   []engine.SubFilterStats
 	read   func(i int, offset uint64, dst []byte) error
+	// wrote, if not nil, is told of each chunk written, with its size.
+	wrote func(n uint64)
 }
 
 // snapshotSource copies from a snapshot, exact at its sequence.
@@ -627,6 +647,9 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 						err = errors.Join(err, discardCopy(ctx, r, k, uint64(gen), partBytes, src.subs))
 					}
 					return copyMeta{}, 0, err
+				}
+				if src.wrote != nil {
+					src.wrote(uint64(len(piece)))
 				}
 			}
 		}
@@ -994,7 +1017,11 @@ func (m *Mirror) wakeWaiters() {
 func (m *Mirror) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.mu.stats
+	s := m.mu.stats
+	if m.mu.tracking != nil {
+		s.ChangedBlocks = m.mu.tracking.blocks
+	}
+	return s
 }
 
 // Close stops the mirror; changes not yet in Redis stay out of it (Flush
