@@ -340,28 +340,37 @@ func (c callHook) Eval(ctx context.Context, s *Script, readOnly bool, keys []str
 // again until Redis answers, showing the failure in Stats meanwhile,
 // instead of starting over once Redis is back.
 func TestCopyWaitsOutAnOutage(t *testing.T) {
+	writing := func(s *Script, keys []string) bool { return s == writeScript && strings.HasSuffix(keys[0], ":p3") }
+	catchingUp := func(s *Script, keys []string) bool { return s == shipScript && strings.HasSuffix(keys[0], ":pending") }
+	switching := func(s *Script, keys []string) bool { return s == switchScript }
 	for _, c := range []struct {
-		phase string
-		at    func(s *Script, keys []string) bool
+		phase    string
+		at       func(s *Script, keys []string) bool
+		maxQueue int
+		adds     uint64 // as the outage begins
 	}{
-		{"writing", func(s *Script, keys []string) bool { return s == writeScript && strings.HasSuffix(keys[0], ":p3") }},
-		{"catching up", func(s *Script, keys []string) bool { return s == shipScript && strings.HasSuffix(keys[0], ":pending") }},
-		{"switching", func(s *Script, keys []string) bool { return s == switchScript }},
+		{"writing", writing, 0, 0},
+		{"catching up", catchingUp, 0, 0},
+		{"switching", switching, 0, 0},
+		// Changes the queue gives up on while the switch waits: the copy,
+		// not yet live, catches up again.
+		{"switching, beyond the queue", switching, 20, 100},
 	} {
 		t.Run(c.phase, func(t *testing.T) {
 			s := redistest.StartServer(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			f, _ := filledFilter(t, 20_000, 28, 10_000)
+			f, next := filledFilter(t, 20_000, 28, 10_000)
 			var paused atomic.Bool
 			back := make(chan struct{})
 			r := &countingStarts{Redis: callHook{dial(t, s.URL(), false), func(sc *Script, keys []string) {
 				if c.at(sc, keys) && paused.CompareAndSwap(false, true) {
+					addKeys(t, f, &next, c.adds)
 					s.Pause()
 					time.AfterFunc(600*time.Millisecond, func() { s.Resume(); close(back) })
 				}
 			}}}
-			m, err := Attach(f, r, "outage", &Options{PartBytes: 4096, Timeout: 50 * time.Millisecond, Backoff: 5 * time.Millisecond})
+			m, err := Attach(f, r, "outage", &Options{MaxQueue: c.maxQueue, PartBytes: 4096, Timeout: 50 * time.Millisecond, Backoff: 5 * time.Millisecond})
 			require.NoError(t, err)
 			defer m.Close()
 			seen := ""

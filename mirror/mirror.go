@@ -302,9 +302,26 @@ func (m *Mirror) copyAll() error {
 		return err
 	}
 	m.gen, m.seq, m.subs = gen, base.MemSeq, base.SubFilters
-	err = m.catchUp(ctx)
-	if err == nil {
-		err = m.retry().do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
+	for {
+		if err = m.catchUp(ctx); err != nil {
+			break
+		}
+		again := m.retry()
+		again.until = m.queueGaveUp
+		err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
+		if err == nil || !m.queueGaveUp() {
+			break
+		}
+		if live, err := readMeta(ctx, m.r, m.keys); err == nil && live.gen == m.gen {
+			break // switched, its answer lost: a copy follows, as after any overflow
+		}
+		// The queue gave up on changes after the copy's sequence while the
+		// switch waited for Redis: the copy, still pending, catches up
+		// again from the blocks they touched.
+		m.mu.Lock()
+		m.mu.finishing = false
+		m.mu.queue.abandon()
+		m.mu.Unlock()
 	}
 	if errors.Is(err, errReplaced) {
 		// Its parts are the base's sub-filters' and those opened since.
@@ -315,6 +332,7 @@ func (m *Mirror) copyAll() error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.stopTrackingLocked() // with the sequences below, for Flush and Stats
 	m.mu.needCopy = m.mu.abandoned > m.seq
 	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.stats.Recopies++
@@ -328,13 +346,25 @@ func (m *Mirror) copyAll() error {
 // or the mirror closes, each failure shown in Stats.
 func (m *Mirror) retry() retry { return retry{backoff: m.opts.Backoff, report: m.record} }
 
+// queueGaveUp reports whether the queue gave up on a change after the
+// sequence the mirror holds.
+func (m *Mirror) queueGaveUp() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.abandoned > m.seq
+}
+
 // stopTracking ends the record of changed blocks a full copy keeps, as
 // the copy ends.
 func (m *Mirror) stopTracking() {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopTrackingLocked()
+}
+
+func (m *Mirror) stopTrackingLocked() {
 	m.mu.tracking, m.mu.finishing = nil, false
 	m.mu.stats.Copying, m.mu.stats.CopyBytes, m.mu.stats.CopiedBytes = false, 0, 0
-	m.mu.Unlock()
 }
 
 // holdBytes is the most a copy's catch-up reads under one hold of the
@@ -347,7 +377,7 @@ const (
 
 // catchUp brings a copy just written, not yet live, up to date with the
 // changes made while it was written, and leaves it at m.seq, with every
-// change after m.seq queued. It reads the blocks those changes touched
+// change after m.seq queued (and its blocks marked, until the switch). It reads the blocks those changes touched
 // again, in rounds, each round writing those the changes before it
 // touched, until few are left: the last round reads those under one hold
 // of the filter's lock, exact at its sequence. A round keeps up if the
@@ -459,8 +489,8 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 	// if the read found those the copy has.
 	ok := sameSubFilters(st.SubFilters, m.subs) && from+uint64(len(queued)) == st.MemSeq
 	if ok {
+		// Changes go on being tracked, and queued, until the switch.
 		m.mu.queue.drop(len(queued))
-		m.mu.tracking, m.mu.finishing = nil, false
 	} else {
 		for _, s := range spans {
 			m.mu.tracking.mark(s.Level, s.Offset, s.Bytes)
@@ -664,6 +694,7 @@ type retry struct {
 	backoff  time.Duration // the first pause; it doubles up to maxBackoff
 	attempts int           // calls made again before giving up; 0: until ctx ends
 	report   func(error)   // told of every failure, if not nil
+	until    func() bool   // if not nil, asked after every failure: true ends the tries
 }
 
 // callRetries is how many times Push makes a failed call again. A mirror's
@@ -683,6 +714,9 @@ func (p retry) do(ctx context.Context, call func() error) error {
 		}
 		if p.report != nil {
 			p.report(err)
+		}
+		if p.until != nil && p.until() {
+			return err
 		}
 		select {
 		case <-ctx.Done():
