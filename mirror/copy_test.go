@@ -352,8 +352,9 @@ func TestCopyWaitsOutAnOutage(t *testing.T) {
 		{"writing", writing, 0, 0},
 		{"catching up", catchingUp, 0, 0},
 		{"switching", switching, 0, 0},
-		// Changes the queue gives up on while the switch waits: the copy,
-		// not yet live, catches up again.
+		// Changes the queue gives up on while the last writes or the
+		// switch wait: the copy, not yet live, catches up again.
+		{"catching up, beyond the queue", catchingUp, 20, 100},
 		{"switching, beyond the queue", switching, 20, 100},
 	} {
 		t.Run(c.phase, func(t *testing.T) {

@@ -306,18 +306,20 @@ func (m *Mirror) copyAll() error {
 		if err = m.catchUp(ctx); err != nil {
 			break
 		}
-		again := m.retry()
-		again.until = m.queueGaveUp
-		err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
-		if err == nil || !m.queueGaveUp() {
-			break
+		if !m.queueGaveUp() {
+			again := m.retry()
+			again.until = m.queueGaveUp
+			err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
+			if err == nil || !m.queueGaveUp() {
+				break
+			}
+			if live, err := readMeta(ctx, m.r, m.keys); err == nil && live.gen == m.gen {
+				break // switched, its answer lost: a copy follows, as after any overflow
+			}
 		}
-		if live, err := readMeta(ctx, m.r, m.keys); err == nil && live.gen == m.gen {
-			break // switched, its answer lost: a copy follows, as after any overflow
-		}
-		// The queue gave up on changes after the copy's sequence while the
-		// switch waited for Redis: the copy, still pending, catches up
-		// again from the blocks they touched.
+		// The queue gave up on changes after the copy's sequence while
+		// Redis was slow to take its last writes or its switch: the copy,
+		// still pending, catches up again from the blocks they touched.
 		m.mu.Lock()
 		m.mu.finishing = false
 		m.mu.queue.abandon()
@@ -377,11 +379,12 @@ const (
 
 // catchUp brings a copy just written, not yet live, up to date with the
 // changes made while it was written, and leaves it at m.seq, with every
-// change after m.seq queued (and its blocks marked, until the switch). It reads the blocks those changes touched
-// again, in rounds, each round writing those the changes before it
-// touched, until few are left: the last round reads those under one hold
-// of the filter's lock, exact at its sequence. A round keeps up if the
-// mirror writes blocks faster than the filter changes new ones.
+// change after m.seq queued (and its blocks marked, until the switch). It
+// reads the blocks those changes touched again, in rounds, each round
+// writing those the changes before it touched, until few are left: the
+// last round reads those under one hold of the filter's lock, exact at
+// its sequence. A round keeps up if the mirror writes blocks faster than
+// the filter changes new ones.
 func (m *Mirror) catchUp(ctx context.Context) error {
 	buf := make([]byte, m.opts.holdBytes)
 	for {
