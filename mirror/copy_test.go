@@ -524,9 +524,7 @@ func TestTimeoutBoundsEachCall(t *testing.T) {
 	r := slowWrites{dial(t, s.URL(), false), 20 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 9})
-	next := uint64(1)
-	addKeys(t, f, &next, 1_000)
+	f, _ := filledFilter(t, 20_000, 9, 1_000)
 	opts := &Options{PartBytes: 4096, Timeout: 300 * time.Millisecond, Backoff: 10 * time.Millisecond}
 	subs := f.Stats().SubFilters
 	require.Greater(t, parts(subs[0].Bytes, opts.PartBytes), uint64(30), "the copy's writes take longer than the timeout in all")
@@ -596,9 +594,7 @@ func TestCopyOutlivesLostWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := &countingStarts{Redis: flakyWrites{dial(t, s.URL(), false), &atomic.Int32{}}}
-	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 14})
-	next := uint64(1)
-	addKeys(t, f, &next, 5_000)
+	f, _ := filledFilter(t, 20_000, 14, 5_000)
 	require.Greater(t, parts(f.Stats().SubFilters[0].Bytes, smallParts.PartBytes), uint64(10))
 	m, err := Attach(f, r, "flaky", smallParts)
 	require.NoError(t, err)
@@ -619,9 +615,7 @@ func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const name = "twice"
-	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 15})
-	next := uint64(1)
-	addKeys(t, f, &next, 10_000)
+	f, next := filledFilter(t, 20_000, 15, 10_000)
 	other := atomic.Bool{}
 	during := duringCopy{r, func(part string) {
 		if strings.HasSuffix(part, ":l0:p3") && other.CompareAndSwap(false, true) {
@@ -705,9 +699,7 @@ func TestRestoreTakesAChunkOfMemory(t *testing.T) {
 	r := dial(t, s.URL(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 8_000_000, ErrorRate: 0.01, Seed: 17})
-	next := uint64(1)
-	addKeys(t, f, &next, 10_000)
+	f, _ := filledFilter(t, 8_000_000, 17, 10_000)
 	require.NoError(t, Push(ctx, f, r, "fetched", nil))
 	counters := f.Stats().CounterBytes
 	require.Greater(t, counters, uint64(64<<20))
@@ -796,9 +788,7 @@ func TestCopyOutlivesLostAnswers(t *testing.T) {
 	base := dial(t, s.URL(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 19})
-	next := uint64(1)
-	addKeys(t, f, &next, 5_000)
+	f, next := filledFilter(t, 20_000, 19, 5_000)
 	changed := atomic.Bool{}
 	during := duringCopy{base, func(part string) {
 		if strings.HasSuffix(part, ":l0:p3") && changed.CompareAndSwap(false, true) {
