@@ -43,6 +43,19 @@ func (d *dirty) mark(level int, offset uint64, length uint64) {
 	d.levels[level] = words
 }
 
+// merge marks the blocks o marked.
+func (d *dirty) merge(o *dirty) {
+	for level, words := range o.levels {
+		for w, word := range words {
+			for word != 0 {
+				b := uint64(64*w + bits.TrailingZeros64(word))
+				word &= word - 1
+				d.mark(level, b*blockBytes, blockBytes)
+			}
+		}
+	}
+}
+
 // take returns the blocks marked, runs of adjacent ones as one span,
 // level by level, and forgets them.
 func (d *dirty) take() []engine.Span {

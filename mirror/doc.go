@@ -47,7 +47,16 @@
 // becomes live is exact at its sequence. A round whose sub-filters changed
 // under it (a level retired and opened again goes to a new sub-filter) is
 // made again, the copy's level zeroed first. A copy is written again if a
-// sub-filter it was first reading was retired. A failed call is made again
+// sub-filter it was first reading was retired.
+//
+// When the queue gives up on changes (Redis away longer than it holds),
+// the mirror marks the blocks of those changes and of every one after, and
+// if Redis still holds its copy, the next copy starts from that one, cloned
+// part by part inside Redis (COPY, Redis 6.2 or later), and catches up the
+// same way: only the changed blocks are sent. A Redis that lost the copy,
+// or has no COPY, gets it in full.
+//
+// A failed call is made again
 // until Redis answers or the mirror closes, so an outage does not make a
 // copy start over; every write checks that the pending copy is still the
 // one being written, so a copy Redis lost, or another replaced, stops at

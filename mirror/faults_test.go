@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -420,6 +421,64 @@ func TestOverflowDuringACopy(t *testing.T) {
 			requireSame(t, ctx, starts, "overflow", f)
 			assert.Equal(t, first+1, m.Stats().Recopies, "%+v", m.Stats())
 			assert.Equal(t, int32(1), starts.n.Load(), "copies started")
+		})
+	}
+}
+
+// TestOverflowCopiesChangedBlocks: when the queue gives up on changes while
+// Redis is away but keeps the mirror's copy, the next copy starts from that
+// copy, cloned inside Redis, and writes only the blocks changed since; when
+// Redis lost it, the copy is written in full. On one server and a cluster.
+func TestOverflowCopiesChangedBlocks(t *testing.T) {
+	s := redistest.StartServer(t)
+	c := redistest.StartCluster(t)
+	for _, target := range []struct {
+		name    string
+		url     string
+		cluster bool
+		away    func() (back func())
+		kept    bool // Redis keeps the copy while away
+	}{
+		{"server paused", s.URL(), false, func() func() { s.Pause(); return s.Resume }, true},
+		{"cluster paused", c.URL(), true, func() func() { c.Pause(); return c.Resume }, true},
+		{"server restarted empty", s.URL(), false, func() func() { s.Kill(); return s.Restart }, false},
+	} {
+		t.Run(target.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var writes, clones atomic.Int32
+			r := callHook{dial(t, target.url, target.cluster), func(sc *Script, _ []string) {
+				switch sc {
+				case writeScript:
+					writes.Add(1)
+				case cloneScript:
+					clones.Add(1)
+				}
+			}}
+			f, next := filledFilter(t, 20_000, 32, 10_000)
+			name := strings.ReplaceAll(target.name, " ", "-")
+			m, err := Attach(f, r, name, &Options{MaxQueue: 50, PartBytes: 4096, Timeout: 100 * time.Millisecond, Backoff: time.Millisecond})
+			require.NoError(t, err)
+			defer m.Close()
+			require.NoError(t, m.Flush(ctx))
+			written := writes.Load()
+			require.Positive(t, written)
+
+			back := target.away()
+			addKeys(t, f, &next, 500) // ten times the queue
+			back()
+			require.NoError(t, m.Flush(ctx))
+			requireSame(t, ctx, r, name, f)
+			stats := m.Stats()
+			assert.Equal(t, uint64(2), stats.Recopies, "%+v", stats)
+			if target.kept {
+				assert.Zero(t, writes.Load()-written, "parts written in full")
+				assert.Positive(t, clones.Load(), "parts cloned in Redis")
+				assert.Contains(t, stats.RecopyReason, "from the copy Redis held")
+			} else {
+				assert.Equal(t, written, writes.Load()-written, "parts written in full")
+				assert.NotContains(t, stats.RecopyReason, "from the copy Redis held")
+			}
 		})
 	}
 }

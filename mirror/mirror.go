@@ -15,12 +15,15 @@ import (
 // Options tune a Mirror. A nil *Options means every default.
 type Options struct {
 	// MaxQueue is the number of changes queued for Redis before the mirror
-	// gives up on them and makes a full copy instead. A full copy does not
-	// queue the changes made while it is written (it marks the blocks they
-	// touch and reads them again), so the queue need only hold the changes
-	// of an outage of Redis the mirror should outlive without a copy. A
-	// queued add or remove takes about 200 bytes, and up to twice that
-	// while the queue's array grows. Default 1 000 000.
+	// gives up on them and makes a full copy instead. From then on it marks
+	// the blocks changes touch, one bit a block, rather than queueing
+	// them; if Redis kept the mirror's copy, the full copy starts from it,
+	// cloned inside Redis, and writes only the blocks changed since. A full
+	// copy does not queue the changes made while it is written either, so
+	// the queue need only hold the changes of an outage of Redis the mirror
+	// should outlive without a copy. A queued add or remove takes about 200
+	// bytes, and up to twice that while the queue's array grows. Default
+	// 1 000 000.
 	MaxQueue int
 	// BatchSize is the number of changes one script applies. Default 512.
 	BatchSize int
@@ -75,8 +78,9 @@ type Stats struct {
 	// RecopyReason says why the last full copy was written.
 	RecopyReason string
 	// Copying reports a full copy being written: CopiedBytes of its
-	// CopyBytes of counters are written, and ChangedBlocks blocks of 64
-	// bytes changed since wait to be read again before it becomes live.
+	// CopyBytes of counters are written (none for a copy started from the
+	// one Redis holds), and ChangedBlocks blocks of 64 bytes changed since
+	// wait to be read again before it becomes live.
 	Copying       bool
 	CopyBytes     uint64
 	CopiedBytes   uint64
@@ -109,9 +113,13 @@ type Mirror struct {
 		finishing bool
 		// lastSeq is the sequence of the last change enqueue saw.
 		lastSeq uint64
-		stats   Stats
-		acked   *sync.Cond // broadcast when stats.Acked moves, or closed
-		closed  bool       // Close is done
+		// gaveUp holds the changes the queue gave up on: the next full
+		// copy marks the blocks they touched, if it starts from the copy
+		// Redis holds (copyAll).
+		gaveUp [][]change
+		stats  Stats
+		acked  *sync.Cond // broadcast when stats.Acked moves, or closed
+		closed bool       // Close is done
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
@@ -186,13 +194,23 @@ func (m *Mirror) enqueue(c *engine.Change) {
 		ch.tallies, ch.hasTallies = *c.Tallies, true
 	}
 	if m.mu.queue.len() >= m.opts.MaxQueue {
-		m.mu.queue.abandon()
 		m.mu.abandoned = c.Seq - 1
 		if m.mu.tracking == nil {
-			// Too far behind: a full copy will carry these changes.
+			// Too far behind: a full copy will carry these changes, and
+			// the blocks of those from now on are marked, not queued.
+			m.mu.gaveUp = append(m.mu.gaveUp, m.mu.queue.waiting())
+			m.mu.queue.abandon()
+			m.mu.tracking = &dirty{}
+			for _, w := range c.Counters {
+				m.mu.tracking.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
+			}
 			m.mu.needCopy = true
 			m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
-		} // else the copy's catch-up tracked them, and begins again
+			m.mu.stats.QueueDepth = 0
+			m.poke()
+			return
+		}
+		m.mu.queue.abandon() // the copy's catch-up tracked them, and begins again
 	}
 	m.mu.queue.push(ch)
 	m.mu.stats.QueueDepth = m.mu.queue.len()
@@ -279,29 +297,60 @@ func (m *Mirror) copyAll() error {
 	ctx := m.ctx
 	m.mu.Lock()
 	reason := m.mu.copyReason
-	m.mu.tracking, m.mu.finishing = &dirty{}, false
+	gaveUp := m.mu.gaveUp
+	m.mu.gaveUp = nil
+	// Blocks have been marked since the queue gave up on changes after
+	// the copy Redis holds, the mirror's: the copy can start from it.
+	fromLive := m.mu.tracking != nil && m.gen != 0
+	if !fromLive {
+		m.mu.tracking = &dirty{}
+	}
+	m.mu.finishing = false
 	m.mu.queue.abandon() // the copy holds these changes
 	m.mu.stats.QueueDepth = 0
+	m.mu.stats.Copying = true
 	m.mu.Unlock()
 	defer m.stopTracking()
-	base := m.outline()
-	src := liveSource(m.f, base)
-	m.mu.Lock()
-	m.mu.stats.Copying, m.mu.stats.CopyBytes, m.mu.stats.CopiedBytes = true, base.CounterBytes, 0
-	m.mu.Unlock()
-	src.wrote = func(n uint64) {
+	var old copyMeta
+	var gen uint64
+	var err error
+	var subs []engine.SubFilterStats // the sub-filters the copy started with
+	if fromLive {
+		old, gen, err = m.copyLive(ctx, gaveUp)
+		switch {
+		case errors.Is(err, errLiveGone):
+			fromLive = false // Redis lost it, or cannot clone it: copy in full
+			m.mu.Lock()
+			m.mu.tracking = &dirty{}
+			m.mu.Unlock()
+		case err != nil:
+			return err
+		default:
+			subs = old.subs
+			reason += "; from the copy Redis held, with the blocks changed since"
+		}
+	}
+	if !fromLive {
+		base := m.outline()
+		src := liveSource(m.f, base)
 		m.mu.Lock()
-		m.mu.stats.CopiedBytes += n
+		m.mu.stats.CopyBytes, m.mu.stats.CopiedBytes = base.CounterBytes, 0
 		m.mu.Unlock()
+		src.wrote = func(n uint64) {
+			m.mu.Lock()
+			m.mu.stats.CopiedBytes += n
+			m.mu.Unlock()
+		}
+		old, gen, err = writeCopy(ctx, m.r, m.keys, src, m.opts, m.retry())
+		if errors.Is(err, engine.ErrNoSubFilter) {
+			return nil // a sub-filter was retired under the copy: copy again
+		}
+		if err != nil {
+			return err
+		}
+		m.gen, m.seq, m.subs = gen, base.MemSeq, base.SubFilters
+		subs = base.SubFilters
 	}
-	old, gen, err := writeCopy(ctx, m.r, m.keys, src, m.opts, m.retry())
-	if errors.Is(err, engine.ErrNoSubFilter) {
-		return nil // a sub-filter was retired under the copy: copy again
-	}
-	if err != nil {
-		return err
-	}
-	m.gen, m.seq, m.subs = gen, base.MemSeq, base.SubFilters
 	for {
 		if err = m.catchUp(ctx); err != nil {
 			break
@@ -326,8 +375,9 @@ func (m *Mirror) copyAll() error {
 		m.mu.Unlock()
 	}
 	if errors.Is(err, errReplaced) {
-		// Its parts are the base's sub-filters' and those opened since.
-		return errors.Join(err, discardCopy(ctx, m.r, m.keys, gen, m.opts.PartBytes, slices.Concat(base.SubFilters, m.subs)))
+		// Its parts are the sub-filters' it started with and those opened
+		// since.
+		return errors.Join(err, discardCopy(ctx, m.r, m.keys, gen, m.opts.PartBytes, slices.Concat(subs, m.subs)))
 	}
 	if err != nil {
 		return err
@@ -343,6 +393,86 @@ func (m *Mirror) copyAll() error {
 	m.mu.acked.Broadcast()
 	return nil
 }
+
+// copyLive starts a copy from the one Redis holds live, the mirror's own,
+// cloned part by part inside Redis (COPY): only the blocks changed since
+// are then written, by the catch-up. gaveUp are the changes the queue gave
+// up on, after that copy's sequence; their blocks join those marked since.
+// It returns the live copy and the new one's generation, or errLiveGone if
+// Redis no longer holds the mirror's copy, or cannot clone it.
+func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uint64, error) {
+	marked := &dirty{}
+	for _, changes := range gaveUp {
+		for _, c := range changes {
+			for _, w := range c.counters {
+				marked.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
+			}
+		}
+	}
+	m.mu.Lock()
+	m.mu.tracking.merge(marked)
+	m.mu.Unlock()
+	var live copyMeta
+	err := m.retry().do(ctx, func() (err error) {
+		live, err = readMeta(ctx, m.r, m.keys)
+		if errors.Is(err, ErrNotMirrored) || errors.Is(err, ErrBadAnswer) {
+			return fmt.Errorf("%w: %w", errLiveGone, err)
+		}
+		return err
+	})
+	if err != nil {
+		return copyMeta{}, 0, err
+	}
+	if live.gen != m.gen || live.seq < m.seq || live.part != m.opts.PartBytes {
+		return copyMeta{}, 0, fmt.Errorf("%w: Redis holds generation %d at %d", errLiveGone, live.gen, live.seq)
+	}
+	var gen uint64
+	err = m.retry().do(ctx, func() error {
+		if err := discardPending(ctx, m.r, m.keys); err != nil {
+			return err
+		}
+		answer, err := m.r.Eval(ctx, startScript, false, []string{m.keys.pending(), m.keys.gens(), m.keys.meta()}, copyFields(live.seq, live.part, m.f.Config(), live.subs)...)
+		if err != nil {
+			return fmt.Errorf("mirror: starting a copy: %w", err)
+		}
+		n, ok := answer.(int64)
+		if !ok || n <= 0 {
+			return fmt.Errorf("%w: %w: a new copy's generation is %v", errLiveGone, ErrBadAnswer, answer)
+		}
+		gen = uint64(n)
+		return nil
+	})
+	if err != nil {
+		return copyMeta{}, 0, err
+	}
+	for _, sub := range live.subs {
+		for p := range parts(sub.Blocks*64, live.part) {
+			keys := []string{m.keys.meta(), m.keys.pending(), m.keys.part(live.gen, sub.Level, p), m.keys.part(gen, sub.Level, p)}
+			err := m.retry().do(ctx, func() error {
+				_, err := m.r.Eval(ctx, cloneScript, false, keys, live.gen, gen)
+				switch code := scriptError(err); {
+				case code == "TBGEN", code == "TBNOCOPY", strings.HasPrefix(code, "TBCOPY"):
+					return fmt.Errorf("%w: cloning it: %s", errLiveGone, code)
+				case err != nil:
+					return fmt.Errorf("mirror: cloning the copy Redis holds: %w", pendingError(err))
+				}
+				return nil
+			})
+			if errors.Is(err, errReplaced) {
+				err = errors.Join(err, discardCopy(ctx, m.r, m.keys, gen, live.part, live.subs))
+			}
+			if err != nil {
+				return copyMeta{}, 0, err // a full copy deletes a clone left pending
+			}
+		}
+	}
+	m.gen, m.seq, m.subs = gen, live.seq, live.subs
+	return live, gen, nil
+}
+
+// errLiveGone is a copy that was to start from the one Redis holds live
+// and found it gone, another's, or not to be cloned: a full copy follows.
+var errLiveGone = errors.New("mirror: Redis no longer holds the mirror's copy")
 
 // retry is how a full copy makes failed calls again: until Redis answers
 // or the mirror closes, each failure shown in Stats.
@@ -734,7 +864,7 @@ func (p retry) do(ctx context.Context, call func() error) error {
 // written to.
 func transient(err error) bool {
 	return scriptError(err) == "" && !errors.Is(err, errReplaced) && !errors.Is(err, errNotLive) &&
-		!errors.Is(err, context.Canceled)
+		!errors.Is(err, errLiveGone) && !errors.Is(err, context.Canceled)
 }
 
 // writePart writes piece at offset off of a part of the pending copy of

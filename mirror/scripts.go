@@ -124,6 +124,21 @@ redis.call('HSET', KEYS[1], 'gen', gen, unpack(ARGV))
 return gen
 `)
 
+// cloneScript copies a part of the live copy into a part of the pending
+// one, inside Redis, if the live copy is still of generation ARGV[1] and
+// the pending one of ARGV[2]. KEYS: the meta hash, the pending hash, the
+// live part, the pending part. It raises TBGEN for another live copy,
+// TBPENDING for another pending one, TBNOCOPY for a live part gone, and
+// TBCOPY where Redis has no COPY (before 6.2).
+var cloneScript = newScript(`
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return redis.error_reply('TBGEN') end
+if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[2] then return redis.error_reply('TBPENDING') end
+local copied = redis.pcall('COPY', KEYS[3], KEYS[4], 'REPLACE')
+if type(copied) == 'table' and copied.err then return redis.error_reply('TBCOPY ' .. copied.err) end
+if copied ~= 1 then return redis.error_reply('TBNOCOPY') end
+return 'OK'
+`)
+
 // discardScript deletes parts of a copy that never became live, unless
 // they are the live copy's, and with the last of them, if ARGV[2] is 1, the
 // pending hash. KEYS[1] is the meta hash, KEYS[2] the pending one, the
