@@ -28,7 +28,11 @@ type Options struct {
 	// BatchSize is the number of changes one script applies. Default 512.
 	BatchSize int
 	// PartBytes is the largest counter string, a multiple of 64. Default
-	// 256 MiB, well below Redis's 512 MB limit.
+	// 256 MiB, well below Redis's 512 MB limit. A copy that starts from
+	// the one Redis holds copies it inside Redis a part at a time, and
+	// Redis answers nothing else meanwhile (about 0.2 s for 256 MiB on a
+	// small machine): checkers that cannot wait that long want smaller
+	// parts.
 	PartBytes uint64
 	// Timeout bounds each call to Redis. Default 5 s.
 	Timeout time.Duration
