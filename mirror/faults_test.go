@@ -478,6 +478,7 @@ func TestOverflowCopiesChangedBlocks(t *testing.T) {
 			} else {
 				assert.Equal(t, written, writes.Load()-written, "parts written in full")
 				assert.NotContains(t, stats.RecopyReason, "from the copy Redis held")
+				assert.Contains(t, stats.RecopyReason, "in full, as mirror: Redis no longer holds the mirror's copy")
 			}
 		})
 	}

@@ -314,7 +314,12 @@ func (m *Mirror) copyAll() error {
 	m.mu.stats.QueueDepth = 0
 	m.mu.stats.Copying = true
 	m.mu.Unlock()
-	defer m.stopTracking()
+	madeLive := false
+	defer func() {
+		if !madeLive { // a copy made live stopped tracking as it was
+			m.stopTracking()
+		}
+	}()
 	var old copyMeta
 	var gen uint64
 	var err error
@@ -324,6 +329,7 @@ func (m *Mirror) copyAll() error {
 		switch {
 		case errors.Is(err, errLiveGone):
 			fromLive = false // Redis lost it, or cannot clone it: copy in full
+			reason += fmt.Sprintf("; in full, as %v", err)
 			m.mu.Lock()
 			m.mu.tracking = &dirty{}
 			m.mu.Unlock()
@@ -388,7 +394,10 @@ func (m *Mirror) copyAll() error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.stopTrackingLocked() // with the sequences below, for Flush and Stats
+	// With the sequences below, for Flush and Stats; the blocks changes
+	// mark from now on are a later copy's (see enqueue).
+	m.stopTrackingLocked()
+	madeLive = true
 	m.mu.needCopy = m.mu.abandoned > m.seq
 	m.mu.stats.QueueDepth = m.mu.queue.len()
 	m.mu.stats.Recopies++
