@@ -43,16 +43,28 @@ func (d *dirty) mark(level int, offset uint64, length uint64) {
 	d.levels[level] = words
 }
 
+// markWrites marks the blocks writes touched.
+func (d *dirty) markWrites(writes []engine.CounterWrite) {
+	for _, w := range writes {
+		d.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
+	}
+}
+
 // merge marks the blocks o marked.
 func (d *dirty) merge(o *dirty) {
-	for level, words := range o.levels {
-		for w, word := range words {
-			for word != 0 {
-				b := uint64(64*w + bits.TrailingZeros64(word))
-				word &= word - 1
-				d.mark(level, b*blockBytes, blockBytes)
-			}
+	if d.levels == nil {
+		d.levels = map[int][]uint64{}
+	}
+	for level, theirs := range o.levels {
+		ours := d.levels[level]
+		if len(ours) < len(theirs) {
+			ours = append(ours, make([]uint64, len(theirs)-len(ours))...)
 		}
+		for w, word := range theirs {
+			d.blocks += bits.OnesCount64(word &^ ours[w])
+			ours[w] |= word
+		}
+		d.levels[level] = ours
 	}
 }
 

@@ -181,13 +181,28 @@ func (m *Mirror) enqueue(c *engine.Change) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mu.lastSeq = c.Seq
+	if m.mu.tracking == nil && m.mu.queue.len() >= m.opts.MaxQueue {
+		// Too far behind: a full copy will carry these changes, and the
+		// blocks of those from now on are marked, not queued.
+		m.mu.abandoned = c.Seq - 1
+		m.mu.gaveUp = append(m.mu.gaveUp, m.mu.queue.waiting())
+		m.mu.queue.abandon()
+		m.mu.tracking = &dirty{}
+		m.mu.needCopy = true
+		m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
+		m.mu.stats.QueueDepth = 0
+		m.poke()
+	}
 	if d := m.mu.tracking; d != nil {
-		for _, w := range c.Counters {
-			d.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
-		}
+		d.markWrites(c.Counters)
 		if !m.mu.finishing {
 			return // the copy reads these blocks again
 		}
+	}
+	if m.mu.queue.len() >= m.opts.MaxQueue {
+		// Tracked as well: the copy's catch-up begins its last round again.
+		m.mu.abandoned = c.Seq - 1
+		m.mu.queue.abandon()
 	}
 	ch := change{seq: c.Seq, dir: append([]engine.SubFilterStats(nil), c.Directory...)} // nil stays nil
 	ch.counters = m.slab.newWrites(len(c.Counters))
@@ -196,25 +211,6 @@ func (m *Mirror) enqueue(c *engine.Change) {
 	}
 	if c.Tallies != nil {
 		ch.tallies, ch.hasTallies = *c.Tallies, true
-	}
-	if m.mu.queue.len() >= m.opts.MaxQueue {
-		m.mu.abandoned = c.Seq - 1
-		if m.mu.tracking == nil {
-			// Too far behind: a full copy will carry these changes, and
-			// the blocks of those from now on are marked, not queued.
-			m.mu.gaveUp = append(m.mu.gaveUp, m.mu.queue.waiting())
-			m.mu.queue.abandon()
-			m.mu.tracking = &dirty{}
-			for _, w := range c.Counters {
-				m.mu.tracking.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
-			}
-			m.mu.needCopy = true
-			m.mu.copyReason = fmt.Sprintf("%d changes waited for Redis, the most Options.MaxQueue keeps", m.opts.MaxQueue)
-			m.mu.stats.QueueDepth = 0
-			m.poke()
-			return
-		}
-		m.mu.queue.abandon() // the copy's catch-up tracked them, and begins again
 	}
 	m.mu.queue.push(ch)
 	m.mu.stats.QueueDepth = m.mu.queue.len()
@@ -417,9 +413,7 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 	marked := &dirty{}
 	for _, changes := range gaveUp {
 		for _, c := range changes {
-			for _, w := range c.counters {
-				marked.mark(w.Level, w.Offset, uint64(len(w.Bytes)))
-			}
+			marked.markWrites(c.counters)
 		}
 	}
 	m.mu.Lock()
@@ -440,20 +434,12 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 		return copyMeta{}, 0, fmt.Errorf("%w: Redis holds generation %d at %d", errLiveGone, live.gen, live.seq)
 	}
 	var gen uint64
-	err = m.retry().do(ctx, func() error {
-		if err := discardPending(ctx, m.r, m.keys); err != nil {
-			return err
+	err = m.retry().do(ctx, func() (err error) {
+		gen, err = startCopy(ctx, m.r, m.keys, copyFields(live.seq, live.part, m.f.Config(), live.subs))
+		if errors.Is(err, ErrBadAnswer) {
+			return fmt.Errorf("%w: %w", errLiveGone, err)
 		}
-		answer, err := m.r.Eval(ctx, startScript, false, []string{m.keys.pending(), m.keys.gens(), m.keys.meta()}, copyFields(live.seq, live.part, m.f.Config(), live.subs)...)
-		if err != nil {
-			return fmt.Errorf("mirror: starting a copy: %w", err)
-		}
-		n, ok := answer.(int64)
-		if !ok || n <= 0 {
-			return fmt.Errorf("%w: %w: a new copy's generation is %v", errLiveGone, ErrBadAnswer, answer)
-		}
-		gen = uint64(n)
-		return nil
+		return err
 	})
 	if err != nil {
 		return copyMeta{}, 0, err
@@ -699,7 +685,7 @@ func catchUpError(err error) error {
 // pendingError is err, a script's answer on the pending copy, as
 // errReplaced if that copy is another's.
 func pendingError(err error) error {
-	if code := scriptError(err); code != "" && code != "DUP" {
+	if code := scriptError(err); code != "" {
 		return fmt.Errorf("%w (%s)", errReplaced, code)
 	}
 	return err
@@ -794,33 +780,24 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 	if err != nil && !errors.Is(err, ErrNotMirrored) {
 		return copyMeta{}, 0, err // a foreign value under the name is refused, not overwritten
 	}
-	if err := discardPending(ctx, r, k); err != nil {
-		return copyMeta{}, 0, err
-	}
-	// The pending hash names what this copy writes before it writes it, so
-	// that a copy that never becomes live is deleted by the next one.
-	answer, err := r.Eval(ctx, startScript, false, []string{k.pending(), k.gens(), k.meta()}, copyFields(src.seq, partBytes, src.config, src.subs)...)
+	gen, err := startCopy(ctx, r, k, copyFields(src.seq, partBytes, src.config, src.subs))
 	if err != nil {
-		return copyMeta{}, 0, fmt.Errorf("mirror: starting a copy: %w", err)
-	}
-	gen, ok := answer.(int64)
-	if !ok || gen <= 0 {
-		return copyMeta{}, 0, fmt.Errorf("%w: a new copy's generation is %v", ErrBadAnswer, answer)
+		return copyMeta{}, 0, err
 	}
 	buf := make([]byte, min(chunkBytes, partBytes, largest(src.subs)))
 	for i, sub := range src.subs {
 		size := sub.Blocks * 64
 		for p := range parts(size, partBytes) {
-			key := k.part(uint64(gen), sub.Level, p)
+			key := k.part(gen, sub.Level, p)
 			partSize := min(partBytes, size-p*partBytes)
 			for off := uint64(0); off < partSize; off += chunkBytes {
 				piece := buf[:min(uint64(len(buf)), partSize-off)]
 				if err := src.read(i, p*partBytes+off, piece); err != nil {
 					return copyMeta{}, 0, err
 				}
-				if err := writePart(ctx, r, k, uint64(gen), key, off, piece, again); err != nil {
+				if err := writePart(ctx, r, k, gen, key, off, piece, again); err != nil {
 					if errors.Is(err, errReplaced) {
-						err = errors.Join(err, discardCopy(ctx, r, k, uint64(gen), partBytes, src.subs))
+						err = errors.Join(err, discardCopy(ctx, r, k, gen, partBytes, src.subs))
 					}
 					return copyMeta{}, 0, err
 				}
@@ -830,7 +807,7 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 			}
 		}
 	}
-	return old, uint64(gen), nil
+	return old, gen, nil
 }
 
 // retry says how a full copy makes a failed call again. Its writes, its
@@ -841,6 +818,25 @@ type retry struct {
 	attempts int           // calls made again before giving up; 0: until ctx ends
 	report   func(error)   // told of every failure, if not nil
 	until    func() bool   // if not nil, asked after every failure: true ends the tries
+}
+
+// startCopy deletes a copy left pending, then starts a new one with the
+// pending hash's fields, naming what the copy writes before it writes it,
+// so that a copy that never becomes live is deleted by the next one. It
+// returns the new copy's generation (see startScript).
+func startCopy(ctx context.Context, r Redis, k keys, fields []any) (uint64, error) {
+	if err := discardPending(ctx, r, k); err != nil {
+		return 0, err
+	}
+	answer, err := r.Eval(ctx, startScript, false, []string{k.pending(), k.gens(), k.meta()}, fields...)
+	if err != nil {
+		return 0, fmt.Errorf("mirror: starting a copy: %w", err)
+	}
+	gen, ok := answer.(int64)
+	if !ok || gen <= 0 {
+		return 0, fmt.Errorf("%w: a new copy's generation is %v", ErrBadAnswer, answer)
+	}
+	return uint64(gen), nil
 }
 
 // callRetries is how many times Push makes a failed call again. A mirror's
