@@ -432,16 +432,23 @@ func TestOverflowDuringACopy(t *testing.T) {
 func TestOverflowCopiesChangedBlocks(t *testing.T) {
 	s := redistest.StartServer(t)
 	c := redistest.StartCluster(t)
+	// A server as Redis before 6.2 is, for the mirror: without COPY.
+	old := redistest.StartServer(t, "--rename-command", "COPY", "")
 	for _, target := range []struct {
 		name    string
 		url     string
 		cluster bool
+		raw     redis.UniversalClient
 		away    func() (back func())
-		kept    bool // Redis keeps the copy while away
+		kept    bool   // Redis keeps the copy while away, and can clone it
+		full    string // why the copy is written in full, if it is
 	}{
-		{"server paused", s.URL(), false, func() func() { s.Pause(); return s.Resume }, true},
-		{"cluster paused", c.URL(), true, func() func() { c.Pause(); return c.Resume }, true},
-		{"server restarted empty", s.URL(), false, func() func() { s.Kill(); return s.Restart }, false},
+		{"server paused", s.URL(), false, redistest.Client(t, s), func() func() { s.Pause(); return s.Resume }, true, ""},
+		{"cluster paused", c.URL(), true, c.ClusterClient(), func() func() { c.Pause(); return c.Resume }, true, ""},
+		{"server restarted empty", s.URL(), false, redistest.Client(t, s), func() func() { s.Kill(); return s.Restart }, false,
+			"in full, as mirror: the copy Redis holds cannot be cloned: Redis no longer holds it"},
+		{"server without COPY paused", old.URL(), false, redistest.Client(t, old), func() func() { old.Pause(); return old.Resume }, false,
+			"in full, as mirror: the copy Redis holds cannot be cloned: Redis has no COPY, which came in 6.2: ERR Unknown Redis command"},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -478,8 +485,13 @@ func TestOverflowCopiesChangedBlocks(t *testing.T) {
 			} else {
 				assert.Equal(t, written, writes.Load()-written, "parts written in full")
 				assert.NotContains(t, stats.RecopyReason, "from the copy Redis held")
-				assert.Contains(t, stats.RecopyReason, "in full, as mirror: Redis no longer holds the mirror's copy")
+				assert.Contains(t, stats.RecopyReason, target.full)
 			}
+			// Nothing is left of a clone begun and given up: only the live
+			// copy's keys remain.
+			live, err := readMeta(ctx, r, keys{name})
+			require.NoError(t, err)
+			assert.Equal(t, copyKeys(f, name, live.gen, 4096), keysLike(t, target.raw, "{"+name+"}*"))
 		})
 	}
 }

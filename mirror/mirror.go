@@ -323,7 +323,7 @@ func (m *Mirror) copyAll() error {
 	if fromLive {
 		old, gen, err = m.copyLive(ctx, gaveUp)
 		switch {
-		case errors.Is(err, errLiveGone):
+		case errors.Is(err, errNoClone):
 			fromLive = false // Redis lost it, or cannot clone it: copy in full
 			reason += fmt.Sprintf("; in full, as %v", err)
 			m.mu.Lock()
@@ -407,8 +407,8 @@ func (m *Mirror) copyAll() error {
 // cloned part by part inside Redis (COPY): only the blocks changed since
 // are then written, by the catch-up. gaveUp are the changes the queue gave
 // up on, after that copy's sequence; their blocks join those marked since.
-// It returns the live copy and the new one's generation, or errLiveGone if
-// Redis no longer holds the mirror's copy, or cannot clone it.
+// It returns the live copy and the new one's generation, or errNoClone if
+// Redis no longer holds the mirror's copy, or has no COPY.
 func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uint64, error) {
 	marked := &dirty{}
 	for _, changes := range gaveUp {
@@ -423,7 +423,7 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 	err := m.retry().do(ctx, func() (err error) {
 		live, err = readMeta(ctx, m.r, m.keys)
 		if errors.Is(err, ErrNotMirrored) || errors.Is(err, ErrBadAnswer) {
-			return fmt.Errorf("%w: %w", errLiveGone, err)
+			return fmt.Errorf("%w: Redis no longer holds it: %w", errNoClone, err)
 		}
 		return err
 	})
@@ -431,13 +431,13 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 		return copyMeta{}, 0, err
 	}
 	if live.gen != m.gen || live.seq < m.seq || live.part != m.opts.PartBytes {
-		return copyMeta{}, 0, fmt.Errorf("%w: Redis holds generation %d at %d", errLiveGone, live.gen, live.seq)
+		return copyMeta{}, 0, fmt.Errorf("%w: Redis holds generation %d at %d", errNoClone, live.gen, live.seq)
 	}
 	var gen uint64
 	err = m.retry().do(ctx, func() (err error) {
 		gen, err = startCopy(ctx, m.r, m.keys, copyFields(live.seq, live.part, m.f.Config(), live.subs))
 		if errors.Is(err, ErrBadAnswer) {
-			return fmt.Errorf("%w: %w", errLiveGone, err)
+			return fmt.Errorf("%w: %w", errNoClone, err)
 		}
 		return err
 	})
@@ -450,8 +450,10 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 			err := m.retry().do(ctx, func() error {
 				_, err := m.r.Eval(ctx, cloneScript, false, keys, live.gen, gen)
 				switch code := scriptError(err); {
-				case code == "TBGEN", code == "TBNOCOPY", strings.HasPrefix(code, "TBCOPY"):
-					return fmt.Errorf("%w: cloning it: %s", errLiveGone, code)
+				case code == "TBGEN", code == "TBNOCOPY":
+					return fmt.Errorf("%w: Redis no longer holds it: %s", errNoClone, code)
+				case strings.HasPrefix(code, "TBCOPY"):
+					return fmt.Errorf("%w: Redis has no COPY, which came in 6.2: %s", errNoClone, strings.TrimPrefix(code, "TBCOPY "))
 				case err != nil:
 					return fmt.Errorf("mirror: cloning the copy Redis holds: %w", pendingError(err))
 				}
@@ -469,9 +471,9 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 	return live, gen, nil
 }
 
-// errLiveGone is a copy that was to start from the one Redis holds live
+// errNoClone is a copy that was to start from the one Redis holds live
 // and found it gone, another's, or not to be cloned: a full copy follows.
-var errLiveGone = errors.New("mirror: Redis no longer holds the mirror's copy")
+var errNoClone = errors.New("mirror: the copy Redis holds cannot be cloned")
 
 // retry is how a full copy makes failed calls again: until Redis answers
 // or the mirror closes, each failure shown in Stats.
@@ -873,7 +875,7 @@ func (p retry) do(ctx context.Context, call func() error) error {
 // written to.
 func transient(err error) bool {
 	return scriptError(err) == "" && !errors.Is(err, errReplaced) && !errors.Is(err, errNotLive) &&
-		!errors.Is(err, errLiveGone) && !errors.Is(err, context.Canceled)
+		!errors.Is(err, errNoClone) && !errors.Is(err, context.Canceled)
 }
 
 // writePart writes piece at offset off of a part of the pending copy of
