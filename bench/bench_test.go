@@ -478,7 +478,7 @@ func BenchmarkRemoteCheck(b *testing.B) {
 	defer r.Close()
 	f := filledSubject(b, Tallybloom, s).(*tally)
 	ctx := context.Background()
-	if err := mirror.Push(ctx, f.f, r, "remote", nil); err != nil {
+	if _, err := mirror.Push(ctx, f.f, r, "remote", nil); err != nil {
 		b.Fatal(err)
 	}
 	c, err := mirror.NewChecker(ctx, r, "remote")

@@ -624,7 +624,7 @@ func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 			// mirror's own, its sequence would read as these applied),
 			// then the other copy, written whole but never made live.
 			addKeys(t, f, &next, 300)
-			assert.Error(t, Push(ctx, f, failingSwitch{r}, name, smallParts))
+			assert.Error(t, push(ctx, f, failingSwitch{r}, name, smallParts))
 		}
 	}, func() {}}
 	m, err := Attach(f, during, name, smallParts)
@@ -700,7 +700,7 @@ func TestRestoreTakesAChunkOfMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f, _ := filledFilter(t, 8_000_000, 17, 10_000)
-	require.NoError(t, Push(ctx, f, r, "fetched", nil))
+	require.NoError(t, push(ctx, f, r, "fetched", nil))
 	counters := f.Stats().CounterBytes
 	require.Greater(t, counters, uint64(64<<20))
 
@@ -730,11 +730,11 @@ func TestRestoreWhileACopyReplacesIt(t *testing.T) {
 	require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges))
 	next := uint64(1)
 	addKeys(t, f, &next, 5_000)
-	require.NoError(t, Push(ctx, f, base, "moving", smallParts))
+	require.NoError(t, push(ctx, f, base, "moving", smallParts))
 	reads := atomic.Int32{}
 	r := readsThen{base, &reads, 2, func() {
 		addKeys(t, f, &next, 5_000)
-		assert.NoError(t, Push(ctx, f, base, "moving", smallParts))
+		assert.NoError(t, push(ctx, f, base, "moving", smallParts))
 	}}
 	g, err := Restore(ctx, r, "moving", filepath.Join(t.TempDir(), "moving.tb"), nil)
 	require.NoError(t, err)
@@ -827,7 +827,7 @@ func TestPushTimesOutEachCall(t *testing.T) {
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 20})
 	pushed := make(chan error, 1)
 	go func() {
-		pushed <- Push(context.Background(), f, r, "stuck", &Options{Timeout: 50 * time.Millisecond, Backoff: time.Millisecond})
+		pushed <- push(context.Background(), f, r, "stuck", &Options{Timeout: 50 * time.Millisecond, Backoff: time.Millisecond})
 	}()
 	select {
 	case err := <-pushed:

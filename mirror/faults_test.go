@@ -189,7 +189,7 @@ func TestContextBoundsACall(t *testing.T) {
 			f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 30})
 			require.NoError(t, f.Add(key(1), 1))
 			ctx := context.Background()
-			require.NoError(t, Push(ctx, f, r, "bounded", nil))
+			require.NoError(t, push(ctx, f, r, "bounded", nil))
 			checker, err := NewChecker(ctx, r, "bounded")
 			require.NoError(t, err)
 			// Redis goes on 3 s later, well before go-redis's own read
@@ -247,7 +247,7 @@ func testCopyIsSeenWhole(t *testing.T, r Redis) {
 	for i := range uint64(5000) {
 		require.NoError(t, f.Add(key(i), i))
 	}
-	require.NoError(t, Push(ctx, f, r, "whole", smallParts))
+	require.NoError(t, push(ctx, f, r, "whole", smallParts))
 	c, err := NewChecker(ctx, r, "whole")
 	require.NoError(t, err)
 	keys := make([][]byte, 500)
@@ -277,7 +277,7 @@ func testCopyIsSeenWhole(t *testing.T, r Redis) {
 	for i := range uint64(30) {
 		require.NoError(t, f.Add(key(10_000+i), 5000+i))
 		checked := checks.Load()
-		require.NoError(t, Push(ctx, f, r, "whole", smallParts))
+		require.NoError(t, push(ctx, f, r, "whole", smallParts))
 		// Copies made back to back, each faster than a check under the
 		// race detector, could starve the checker of a copy that stays
 		// live for a whole read; a real copy takes far longer than a check.
@@ -322,7 +322,7 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.NoError(t, raw.Set(ctx, "{foreign}:meta", "somebody else's value", 0).Err())
 	_, err = NewChecker(ctx, r, "foreign")
 	assert.ErrorIs(t, err, ErrBadAnswer)
-	assert.ErrorIs(t, Push(ctx, f, r, "foreign", nil), ErrBadAnswer, "a foreign key is not overwritten")
+	assert.ErrorIs(t, push(ctx, f, r, "foreign", nil), ErrBadAnswer, "a foreign key is not overwritten")
 	assert.Equal(t, "somebody else's value", raw.Get(ctx, "{foreign}:meta").Val())
 	m, err := Attach(f, r, "foreign", nil)
 	require.NoError(t, err)
@@ -336,7 +336,7 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	_, err = Pull(ctx, r, "other")
 	assert.ErrorIs(t, err, ErrBadAnswer)
 
-	require.NoError(t, Push(ctx, f, r, "good", smallParts))
+	require.NoError(t, push(ctx, f, r, "good", smallParts))
 	require.NoError(t, raw.HSet(ctx, "{good}:meta", "dir", `[{"level":0,"first_id":0,"capacity":10,"k":99,"blocks":1}]`).Err())
 	_, err = NewChecker(ctx, r, "good")
 	assert.ErrorIs(t, err, ErrBadAnswer, "a hostile geometry is refused before use")
@@ -344,7 +344,7 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	_, err = Pull(ctx, r, "good")
 	assert.Error(t, err, "a copy claiming 64 GiB it does not hold")
 
-	require.NoError(t, Push(ctx, f, r, "parts", smallParts))
+	require.NoError(t, push(ctx, f, r, "parts", smallParts))
 	require.NoError(t, raw.Del(ctx, "{parts}:g1:l0:p1").Err())
 	path := filepath.Join(t.TempDir(), "restored.tb")
 	_, err = Restore(ctx, r, "parts", path, nil)
@@ -577,26 +577,26 @@ func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.Universal
 	}
 
 	// The first copy ever, stopped before its switch: nothing is live.
-	assert.Error(t, Push(ctx, chain, failingSwitch{r}, name, smallParts))
+	assert.Error(t, push(ctx, chain, failingSwitch{r}, name, smallParts))
 	assert.Greater(t, len(keysLike(t, raw, "{strays}:g1:*")), len(copyKeys(small, name, 1, 4096)))
 	_, err := NewChecker(ctx, r, name)
 	assert.ErrorIs(t, err, ErrNotMirrored)
 
 	// The next copy, of another shape, takes the next generation.
-	require.NoError(t, Push(ctx, small, r, name, smallParts))
+	require.NoError(t, push(ctx, small, r, name, smallParts))
 	requireSame(t, ctx, r, name, small)
 	assert.Equal(t, copyKeys(small, name, 2, 4096), keysLike(t, raw, "{strays}*"))
 
 	// Stopped again, now beside a live copy, which stays live and whole.
-	assert.Error(t, Push(ctx, chain, failingSwitch{r}, name, smallParts))
+	assert.Error(t, push(ctx, chain, failingSwitch{r}, name, smallParts))
 	requireSame(t, ctx, r, name, small)
-	require.NoError(t, Push(ctx, small, r, name, smallParts))
+	require.NoError(t, push(ctx, small, r, name, smallParts))
 	requireSame(t, ctx, r, name, small)
 	assert.Equal(t, copyKeys(small, name, 4, 4096), keysLike(t, raw, "{strays}*"))
 
 	// A foreign value under the record's name is refused, not overwritten.
 	require.NoError(t, raw.RPush(ctx, keys{name}.pending(), "a list").Err())
-	assert.ErrorIs(t, Push(ctx, small, r, name, smallParts), ErrBadAnswer)
+	assert.ErrorIs(t, push(ctx, small, r, name, smallParts), ErrBadAnswer)
 	assert.Equal(t, "list", raw.Type(ctx, keys{name}.pending()).Val())
 	require.NoError(t, raw.Del(ctx, keys{name}.pending()).Err())
 

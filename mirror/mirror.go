@@ -717,27 +717,31 @@ func sameSubFilters(a, b []engine.SubFilterStats) bool {
 
 // Push writes a full copy of f into Redis under name, replacing what is
 // there, in one switch: checkers see the old copy or the new. The copy is
-// f's Snapshot, exact at one sequence.
-func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) error {
+// f's Snapshot, exact at one sequence, which Push returns: a writer may
+// have changed f since the caller last looked.
+func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) (seq uint64, err error) {
 	k, err := newKeys(name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	snap, err := f.Snapshot()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	o := opts.withDefaults()
 	r = timed{r, o.Timeout}
 	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), o, retry{backoff: o.Backoff, attempts: callRetries})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	err = switchCopy(ctx, r, k, old, gen, snap.MemSeq())
 	if errors.Is(err, errReplaced) {
-		return errors.Join(err, discardCopy(ctx, r, k, gen, o.PartBytes, snap.SubFilters()))
+		return 0, errors.Join(err, discardCopy(ctx, r, k, gen, o.PartBytes, snap.SubFilters()))
 	}
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return snap.MemSeq(), nil
 }
 
 // copySource is what a full copy is written from: a filter's parameters,

@@ -186,6 +186,53 @@ func testCheckerAgrees(t *testing.T, r Redis) {
 	assert.True(t, one)
 }
 
+// push is Push for tests that need only its error.
+func push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) error {
+	_, err := Push(ctx, f, r, name, opts)
+	return err
+}
+
+// TestPushReturnsTheSequenceItCopied: while a writer changes the filter,
+// Push says the sequence of the copy it made live.
+func TestPushReturnsTheSequenceItCopied(t *testing.T) {
+	eachRedis(t, testPushReturnsTheSequenceItCopied)
+}
+
+func testPushReturnsTheSequenceItCopied(t *testing.T, r Redis) {
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 200_000, ErrorRate: 0.01, Seed: 6})
+	stop := make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		for i := uint64(0); ; i++ {
+			select {
+			case <-stop:
+				wrote <- nil
+				return
+			default:
+			}
+			if err := f.Add(key(i), i); err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	var last uint64
+	for range 5 {
+		before := f.Stats().MemSeq
+		seq, err := Push(ctx, f, r, "moving-seq", smallParts)
+		require.NoError(t, err)
+		c, err := NewChecker(ctx, r, "moving-seq")
+		require.NoError(t, err)
+		assert.Equal(t, c.Seq(), seq, "the sequence Redis holds")
+		assert.GreaterOrEqual(t, seq, before)
+		last = seq
+	}
+	close(stop)
+	require.NoError(t, <-wrote)
+	assert.Greater(t, last, uint64(1000), "copies taken while the writer added")
+}
+
 // TestRestore: a file restored from Redis has byte-identical counters and
 // answers the same; Push refills Redis from a file.
 func TestRestore(t *testing.T) { eachRedis(t, testRestore) }
@@ -194,7 +241,7 @@ func testRestore(t *testing.T, r Redis) {
 	ctx := context.Background()
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 5})
 	workload(t, f, rand.New(rand.NewPCG(3, 3)), 6000, 0)
-	require.NoError(t, Push(ctx, f, r, "restore", smallParts))
+	require.NoError(t, push(ctx, f, r, "restore", smallParts))
 
 	g, err := Restore(ctx, r, "restore", filepath.Join(t.TempDir(), "restored.tb"), nil)
 	require.NoError(t, err)
@@ -220,7 +267,7 @@ func testRestore(t *testing.T, r Redis) {
 	// A filter of counters only is restored as one.
 	lean := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 5, CountersOnly: true})
 	workload(t, lean, rand.New(rand.NewPCG(3, 3)), 500, 0)
-	require.NoError(t, Push(ctx, lean, r, "lean", smallParts))
+	require.NoError(t, push(ctx, lean, r, "lean", smallParts))
 	h, err := Restore(ctx, r, "lean", filepath.Join(t.TempDir(), "lean.tb"), nil)
 	require.NoError(t, err)
 	defer h.Close()
@@ -257,7 +304,7 @@ func TestUserPasswordAndTLS(t *testing.T) {
 	for i := range uint64(100) {
 		require.NoError(t, f.Add(key(i), i))
 	}
-	require.NoError(t, Push(ctx, f, r, "tls", nil))
+	require.NoError(t, push(ctx, f, r, "tls", nil))
 	c, err := NewChecker(ctx, r, "tls")
 	require.NoError(t, err)
 	present, err := c.Contains(ctx, key(7))
@@ -265,7 +312,7 @@ func TestUserPasswordAndTLS(t *testing.T) {
 	assert.True(t, present)
 
 	wrong := dial(t, strings.Replace(url, "tally-secret", "wrong-secret", 1), false)
-	err = Push(ctx, f, wrong, "tls", nil)
+	err = push(ctx, f, wrong, "tls", nil)
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "wrong-secret")
 	_, err = Dial("rediss://tally:tally-secret@[bad")

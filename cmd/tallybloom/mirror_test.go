@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -164,4 +165,50 @@ func TestMirrorPushFollows(t *testing.T) {
 	assert.NotContains(t, errOut.String(), "pool.go", "the Redis client's own logs are not shown")
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait(), "an interrupt ends following with exit 0: %s", errOut.String())
+}
+
+// mirror push says the sequence of the copy it made, though another process
+// adds keys to the file while it runs.
+func TestMirrorPushSaysTheSequenceItCopied(t *testing.T) {
+	s := redistest.StartServer(t)
+	path := newFile(t, "--capacity", "100000", "--error-rate", "0.01")
+	writer := exec.Command(binary, "add", "--with-ids", path)
+	in, err := writer.StdinPipe()
+	require.NoError(t, err)
+	var writerErr syncBuffer
+	writer.Stderr = &writerErr
+	require.NoError(t, writer.Start())
+	t.Cleanup(func() { _ = writer.Process.Kill() })
+	fed := make(chan error, 1)
+	go func() {
+		// In bursts: a reader copies between two of the writer's changes,
+		// and a writer that never pauses cannot be copied from outside.
+		var err error
+		for i := 0; err == nil; i++ {
+			_, err = fmt.Fprintf(in, "%d\tkey-%d\n", i, i)
+			if i%100 == 0 {
+				time.Sleep(500 * time.Microsecond)
+			}
+		}
+		fed <- err
+	}()
+
+	c := redistest.Client(t, s)
+	ctx := context.Background()
+	seen := map[uint64]bool{}
+	for range 20 {
+		out, errOut, code := tallybloom(t, "mirror", "push", path, "--redis", s.URL(), "--name", "busy")
+		require.Equal(t, 0, code, errOut)
+		var pushed uint64
+		_, err := fmt.Sscanf(out[strings.LastIndex(out, " at sequence "):], " at sequence %d", &pushed)
+		require.NoError(t, err, out)
+		held, err := c.HGet(ctx, "{busy}:meta", "seq").Uint64()
+		require.NoError(t, err)
+		assert.Equal(t, held, pushed, "the sequence printed is the one Redis holds")
+		seen[pushed] = true
+	}
+	assert.Greater(t, len(seen), 1, "copies taken while the writer added: %s", writerErr.String())
+	require.NoError(t, in.Close())
+	assert.Error(t, <-fed, "the writer read until its input closed")
+	require.NoError(t, writer.Wait(), writerErr.String())
 }

@@ -114,8 +114,8 @@ instead (mirror.Attach).`,
 			}
 			defer f.Close()
 			for first := true; ; first = false {
-				if seq := f.Stats().MemSeq; first || !holds(ctx, client, remote.name, seq) {
-					err := mirror.Push(ctx, f, client, remote.name, nil)
+				if first || !holds(ctx, client, remote.name, f.Stats().MemSeq) {
+					seq, err := mirror.Push(ctx, f, client, remote.name, nil)
 					switch {
 					case err == nil:
 						fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
