@@ -605,7 +605,8 @@ func TestCopyOutlivesLostWrites(t *testing.T) {
 }
 
 // TestTwoCopiesAtOnce: a process pushes a copy of the same name while the
-// mirror writes one (and stops before its switch). The two copies never
+// mirror writes one (and stops before its switch), its claim on the name
+// lost. The two copies never
 // share parts: the mirror finds its copy replaced, deletes what it wrote
 // and copies again, and Redis ends holding exactly the file and nothing
 // left over.
@@ -622,8 +623,12 @@ func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 			// Changes into parts the mirror copied already (fewer than a
 			// batch: were the other copy's pending hash taken for the
 			// mirror's own, its sequence would read as these applied),
-			// then the other copy, written whole but never made live.
+			// then the other copy, written whole but never made live. The
+			// mirror's claim on the name is gone first, as if it could
+			// not reach Redis for the claim's time: else the other copy
+			// would be refused at its start.
 			addKeys(t, f, &next, 300)
+			require.NoError(t, raw.Del(ctx, keys{name}.owner()).Err())
 			assert.Error(t, push(ctx, f, failingSwitch{r}, name, smallParts))
 		}
 	}, func() {}}
@@ -634,7 +639,7 @@ func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.True(t, other.Load())
 	requireSame(t, ctx, r, name, f)
 	// The mirror's first copy, the other, and the mirror's second.
-	assert.Equal(t, copyKeys(f, name, 3, smallParts.PartBytes), keysLike(t, raw, "{"+name+"}*"))
+	assert.Equal(t, attachedKeys(f, name, 3, smallParts.PartBytes), keysLike(t, raw, "{"+name+"}*"))
 }
 
 // TestFlushEndsWithClose: a Flush waiting for a Redis that never answers

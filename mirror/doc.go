@@ -11,6 +11,7 @@
 //	{N}:g<gen>:l<L>:p<P> part P of the counters of the sub-filter at level L
 //	{N}:pending         hash: the copy being written, shaped as meta
 //	{N}:gens            the last generation handed to a copy
+//	{N}:owner           the claim of the process that writes copies
 //
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below
@@ -63,11 +64,20 @@
 // its next write.
 //
 // A copy records its keys in the pending hash before it writes them; a
-// copy that never became live is deleted by the next one. Every copy takes
-// a generation no copy had (from {N}:gens), so two processes copying one
-// name at once never write the same parts: the copy whose pending hash the
-// other replaced finds out when it catches up or switches, deletes its
-// parts and starts again.
+// copy that never became live is deleted by the next one.
+//
+// One process writes a name's copies at a time: every script that writes
+// first claims the name ({N}:owner) for its writer's token, for
+// claimTTL after the call, or refuses with ErrNameTaken. An idle Mirror
+// renews its claim, and Close gives it up. A second writer of the name
+// waits until the holder closes or its claim expires; without this, two
+// mirrors of different files under one name would each find the other's
+// copy live and copy in full again, for ever. Should two copies meet all
+// the same (a writer away from Redis for the claim's time, and another
+// that took the name meanwhile), every copy takes a generation no copy had
+// (from {N}:gens), so they never write the same parts: the copy whose
+// pending hash the other replaced finds out at its next write, deletes its
+// parts and waits.
 //
 // # Reading
 //

@@ -15,4 +15,12 @@ var (
 
 	// ErrClosed: a call on a closed Mirror.
 	ErrClosed = errors.New("mirror: closed")
+
+	// ErrNameTaken: another process writes copies under the name, a
+	// Mirror attached elsewhere or a Push under way. Two writers of one
+	// name would replace each other's copies for ever, each a full copy,
+	// so the second waits: a Mirror tries again, shown in
+	// Stats.LastError, until the holder closes or its claim expires (10 s
+	// after the holder's last call); Push returns the error.
+	ErrNameTaken = errors.New("mirror: another process writes copies under this name")
 )

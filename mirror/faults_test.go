@@ -332,6 +332,10 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	assert.Contains(t, m.Stats().LastError, "not a tallybloom mirror")
 	require.NoError(t, m.Close())
 
+	require.NoError(t, raw.HSet(ctx, "{claimed}:owner", "not", "a claim").Err())
+	assert.ErrorIs(t, push(ctx, f, r, "claimed", nil), ErrBadAnswer, "a foreign claim is not overwritten")
+	assert.Equal(t, "hash", raw.Type(ctx, "{claimed}:owner").Val())
+
 	require.NoError(t, raw.HSet(ctx, "{other}:meta", "format", "something-else", "gen", "1").Err())
 	_, err = Pull(ctx, r, "other")
 	assert.ErrorIs(t, err, ErrBadAnswer)
@@ -491,7 +495,7 @@ func TestOverflowCopiesChangedBlocks(t *testing.T) {
 			// copy's keys remain.
 			live, err := readMeta(ctx, r, keys{name})
 			require.NoError(t, err)
-			assert.Equal(t, copyKeys(f, name, live.gen, 4096), keysLike(t, target.raw, "{"+name+"}*"))
+			assert.Equal(t, attachedKeys(f, name, live.gen, 4096), keysLike(t, target.raw, "{"+name+"}*"))
 		})
 	}
 }
@@ -552,6 +556,13 @@ func copyKeys(f *engine.Filter, name string, gen uint64, partBytes uint64) []str
 			names = append(names, k.part(gen, sub.Level, p))
 		}
 	}
+	slices.Sort(names)
+	return names
+}
+
+// attachedKeys are copyKeys and the claim of the mirror attached.
+func attachedKeys(f *engine.Filter, name string, gen uint64, partBytes uint64) []string {
+	names := append(copyKeys(f, name, gen, partBytes), keys{name}.owner())
 	slices.Sort(names)
 	return names
 }

@@ -36,6 +36,10 @@ func (k keys) pending() string { return "{" + k.name + "}:pending" }
 // gens names the last generation handed to a copy (see startScript).
 func (k keys) gens() string { return "{" + k.name + "}:gens" }
 
+// owner names the claim on the name: the token of the process that writes
+// its copies, which expires unless renewed (see claimLua).
+func (k keys) owner() string { return "{" + k.name + "}:owner" }
+
 func (k keys) part(gen uint64, level int, part uint64) string {
 	return fmt.Sprintf("{%s}:g%d:l%d:p%d", k.name, gen, level, part)
 }

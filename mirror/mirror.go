@@ -43,6 +43,9 @@ type Options struct {
 	// holdBytes is the most a full copy's catch-up reads under one hold of
 	// the filter's lock, a multiple of 64; tests lower it.
 	holdBytes uint64
+	// claimTTL is how long a claim on the name outlives the writer's last
+	// call (see claimTTL); tests lower it.
+	claimTTL time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -67,6 +70,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.holdBytes == 0 || r.holdBytes%blockBytes != 0 {
 		r.holdBytes = holdBytes
+	}
+	if r.claimTTL <= 0 {
+		r.claimTTL = claimTTL
 	}
 	return r
 }
@@ -97,6 +103,8 @@ type Mirror struct {
 	r    Redis
 	keys keys
 	opts Options
+	// owner is this mirror's claim on the name.
+	owner owner
 
 	// mu guards queue, needCopy, stats and closed; the engine's OnCommit and the
 	// shipper meet here.
@@ -157,7 +165,7 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 		return nil, err
 	}
 	o := opts.withDefaults()
-	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, outline: f.Stats,
+	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, owner: newOwner(o.claimTTL), outline: f.Stats,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.acked = sync.NewCond(&m.mu)
@@ -233,6 +241,8 @@ func (m *Mirror) run() {
 		case <-m.stop:
 			return
 		case <-m.wake:
+		case <-time.After(m.opts.claimTTL / 3):
+			m.record(m.renew())
 		}
 		for {
 			progressed, err := m.step()
@@ -257,6 +267,25 @@ func (m *Mirror) run() {
 			}
 		}
 	}
+}
+
+// renew keeps the claim on the name while the mirror has nothing to ship
+// (every script that writes renews it too). A name another writer claimed
+// meanwhile (this one could not reach Redis for the claim's time) is that
+// writer's: the copy it needs waits until the name is free again.
+func (m *Mirror) renew() error {
+	m.mu.Lock()
+	needCopy := m.mu.needCopy
+	m.mu.Unlock()
+	if needCopy || m.gen == 0 {
+		return nil // the copy claims the name
+	}
+	err := claim(m.ctx, m.r, m.keys, m.owner)
+	if errors.Is(err, ErrNameTaken) {
+		m.needCopyNow(err.Error())
+		m.poke()
+	}
+	return err
 }
 
 // step makes a full copy if one is needed, else ships one batch. It
@@ -347,7 +376,7 @@ func (m *Mirror) copyAll() error {
 			m.mu.stats.CopiedBytes += n
 			m.mu.Unlock()
 		}
-		old, gen, err = writeCopy(ctx, m.r, m.keys, src, m.opts, m.retry())
+		old, gen, err = writeCopy(ctx, m.r, m.keys, m.owner, src, m.opts, m.retry())
 		if errors.Is(err, engine.ErrNoSubFilter) {
 			return nil // a sub-filter was retired under the copy: copy again
 		}
@@ -364,7 +393,7 @@ func (m *Mirror) copyAll() error {
 		if !m.queueGaveUp() {
 			again := m.retry()
 			again.until = m.queueGaveUp
-			err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, old, m.gen, m.seq) })
+			err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, m.owner, old, m.gen, m.seq) })
 			if err == nil || !m.queueGaveUp() {
 				break
 			}
@@ -435,7 +464,7 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 	}
 	var gen uint64
 	err = m.retry().do(ctx, func() (err error) {
-		gen, err = startCopy(ctx, m.r, m.keys, copyFields(live.seq, live.part, m.f.Config(), live.subs))
+		gen, err = startCopy(ctx, m.r, m.keys, m.owner, copyFields(live.seq, live.part, m.f.Config(), live.subs))
 		if errors.Is(err, ErrBadAnswer) {
 			return fmt.Errorf("%w: %w", errNoClone, err)
 		}
@@ -446,10 +475,12 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 	}
 	for _, sub := range live.subs {
 		for p := range parts(sub.Blocks*64, live.part) {
-			keys := []string{m.keys.meta(), m.keys.pending(), m.keys.part(live.gen, sub.Level, p), m.keys.part(gen, sub.Level, p)}
+			keys := []string{m.keys.meta(), m.keys.pending(), m.keys.part(live.gen, sub.Level, p), m.keys.part(gen, sub.Level, p), m.keys.owner()}
 			err := m.retry().do(ctx, func() error {
-				_, err := m.r.Eval(ctx, cloneScript, false, keys, live.gen, gen)
+				_, err := m.r.Eval(ctx, cloneScript, false, keys, append([]any{live.gen, gen}, m.owner.args()...)...)
 				switch code := scriptError(err); {
+				case strings.HasPrefix(code, "TBTAKEN"):
+					return fmt.Errorf("mirror: cloning the copy Redis holds: %w", takenError(err))
 				case code == "TBGEN", code == "TBNOCOPY":
 					return fmt.Errorf("%w: Redis no longer holds it: %s", errNoClone, code)
 				case strings.HasPrefix(code, "TBCOPY"):
@@ -643,7 +674,7 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 	for _, sub := range st.SubFilters {
 		batch = append(batch, change{tallies: engine.Tallies{Level: sub.Level, Count: sub.Count, MaxID: sub.MaxID, NonZero: sub.NonZero}, hasTallies: true})
 	}
-	keys, args := m.opArgs(m.keys.pending(), []any{m.seq, st.MemSeq, m.gen}, batch)
+	keys, args := m.opArgs(m.keys.pending(), append([]any{m.seq, st.MemSeq, m.gen}, m.owner.args()...), batch)
 	if err := m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, shipScript, false, keys, args...)
 		return catchUpError(err)
@@ -669,7 +700,7 @@ func (m *Mirror) reshapePending(ctx context.Context, subs []engine.SubFilterStat
 
 // patch applies batch to the pending copy, at no sequence (patchScript).
 func (m *Mirror) patch(ctx context.Context, batch []change) error {
-	keys, args := m.opArgs(m.keys.pending(), []any{m.gen}, batch)
+	keys, args := m.opArgs(m.keys.pending(), append([]any{m.gen}, m.owner.args()...), batch)
 	return m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, patchScript, false, keys, args...)
 		return catchUpError(err)
@@ -687,7 +718,9 @@ func catchUpError(err error) error {
 // pendingError is err, a script's answer on the pending copy, as
 // errReplaced if that copy is another's.
 func pendingError(err error) error {
-	if code := scriptError(err); code != "" {
+	if code := scriptError(err); strings.HasPrefix(code, "TBTAKEN") {
+		return takenError(err)
+	} else if code != "" {
 		return fmt.Errorf("%w (%s)", errReplaced, code)
 	}
 	return err
@@ -730,11 +763,13 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 	}
 	o := opts.withDefaults()
 	r = timed{r, o.Timeout}
-	old, gen, err := writeCopy(ctx, r, k, snapshotSource(snap), o, retry{backoff: o.Backoff, attempts: callRetries})
+	who := newOwner(o.claimTTL)
+	defer release(context.WithoutCancel(ctx), r, k, who) // or it expires
+	old, gen, err := writeCopy(ctx, r, k, who, snapshotSource(snap), o, retry{backoff: o.Backoff, attempts: callRetries})
 	if err != nil {
 		return 0, err
 	}
-	err = switchCopy(ctx, r, k, old, gen, snap.MemSeq())
+	err = switchCopy(ctx, r, k, who, old, gen, snap.MemSeq())
 	if errors.Is(err, errReplaced) {
 		return 0, errors.Join(err, discardCopy(ctx, r, k, gen, o.PartBytes, snap.SubFilters()))
 	}
@@ -780,13 +815,13 @@ func liveSource(f *engine.Filter, base engine.Stats) copySource {
 // says. It returns what the live copy was, and the new generation. If
 // another copy replaced it, or Redis lost it, meanwhile, it deletes what it
 // wrote and returns errReplaced.
-func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Options, again retry) (copyMeta, uint64, error) {
+func writeCopy(ctx context.Context, r Redis, k keys, who owner, src copySource, opts Options, again retry) (copyMeta, uint64, error) {
 	partBytes := opts.PartBytes
 	old, err := readMeta(ctx, r, k)
 	if err != nil && !errors.Is(err, ErrNotMirrored) {
 		return copyMeta{}, 0, err // a foreign value under the name is refused, not overwritten
 	}
-	gen, err := startCopy(ctx, r, k, copyFields(src.seq, partBytes, src.config, src.subs))
+	gen, err := startCopy(ctx, r, k, who, copyFields(src.seq, partBytes, src.config, src.subs))
 	if err != nil {
 		return copyMeta{}, 0, err
 	}
@@ -801,7 +836,7 @@ func writeCopy(ctx context.Context, r Redis, k keys, src copySource, opts Option
 				if err := src.read(i, p*partBytes+off, piece); err != nil {
 					return copyMeta{}, 0, err
 				}
-				if err := writePart(ctx, r, k, gen, key, off, piece, again); err != nil {
+				if err := writePart(ctx, r, k, who, gen, key, off, piece, again); err != nil {
 					if errors.Is(err, errReplaced) {
 						err = errors.Join(err, discardCopy(ctx, r, k, gen, partBytes, src.subs))
 					}
@@ -830,13 +865,18 @@ type retry struct {
 // pending hash's fields, naming what the copy writes before it writes it,
 // so that a copy that never becomes live is deleted by the next one. It
 // returns the new copy's generation (see startScript).
-func startCopy(ctx context.Context, r Redis, k keys, fields []any) (uint64, error) {
+func startCopy(ctx context.Context, r Redis, k keys, who owner, fields []any) (uint64, error) {
+	// Claimed first: a copy left pending may be another writer's, still
+	// being written.
+	if err := claim(ctx, r, k, who); err != nil {
+		return 0, err
+	}
 	if err := discardPending(ctx, r, k); err != nil {
 		return 0, err
 	}
-	answer, err := r.Eval(ctx, startScript, false, []string{k.pending(), k.gens(), k.meta()}, fields...)
+	answer, err := r.Eval(ctx, startScript, false, []string{k.pending(), k.gens(), k.meta(), k.owner()}, append(who.args(), fields...)...)
 	if err != nil {
-		return 0, fmt.Errorf("mirror: starting a copy: %w", err)
+		return 0, fmt.Errorf("mirror: starting a copy: %w", takenError(err))
 	}
 	gen, ok := answer.(int64)
 	if !ok || gen <= 0 {
@@ -879,15 +919,15 @@ func (p retry) do(ctx context.Context, call func() error) error {
 // written to.
 func transient(err error) bool {
 	return scriptError(err) == "" && !errors.Is(err, errReplaced) && !errors.Is(err, errNotLive) &&
-		!errors.Is(err, errNoClone) && !errors.Is(err, context.Canceled)
+		!errors.Is(err, errNoClone) && !errors.Is(err, ErrNameTaken) && !errors.Is(err, context.Canceled)
 }
 
 // writePart writes piece at offset off of a part of the pending copy of
 // generation gen, trying again after a failed call. It returns errReplaced
 // if the pending copy is another's, or Redis lost it.
-func writePart(ctx context.Context, r Redis, k keys, gen uint64, key string, off uint64, piece []byte, again retry) error {
+func writePart(ctx context.Context, r Redis, k keys, who owner, gen uint64, key string, off uint64, piece []byte, again retry) error {
 	return again.do(ctx, func() error {
-		_, err := r.Eval(ctx, writeScript, false, []string{key, k.pending()}, gen, off, piece)
+		_, err := r.Eval(ctx, writeScript, false, []string{key, k.pending(), k.owner()}, append([]any{gen, off, piece}, who.args()...)...)
 		if err != nil {
 			return fmt.Errorf("mirror: writing a copy: %w", pendingError(err))
 		}
@@ -906,10 +946,12 @@ func largest(subs []engine.SubFilterStats) uint64 {
 
 // switchCopy makes the pending copy of generation gen, at sequence seq,
 // live, and deletes old.
-func switchCopy(ctx context.Context, r Redis, k keys, old copyMeta, gen, seq uint64) error {
-	keys := append([]string{k.meta(), k.pending()}, k.copyParts(old)...)
-	_, err := r.Eval(ctx, switchScript, false, keys, gen, seq)
+func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, gen, seq uint64) error {
+	keys := append([]string{k.meta(), k.pending(), k.owner()}, k.copyParts(old)...)
+	_, err := r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
 	switch {
+	case strings.HasPrefix(scriptError(err), "TBTAKEN"):
+		return fmt.Errorf("mirror: switching to the new copy: %w", takenError(err))
 	case scriptError(err) == "TBPENDING":
 		// A switch made again after its answer was lost finds its pending
 		// hash already renamed.
@@ -1006,6 +1048,13 @@ func (m *Mirror) ship(batch []change) error {
 		m.acknowledge(batch, applied, true)
 		return nil
 	}
+	if strings.HasPrefix(code, "TBTAKEN") {
+		// Another writer claimed the name while this one could not renew
+		// its claim; it writes its own copy, and this one waits.
+		err = takenError(err)
+		m.needCopyNow(err.Error())
+		return err
+	}
 	// Redis lost the copy, holds another, or is elsewhere.
 	m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
 	return fmt.Errorf("%w (%s); copying in full", errNotLive, code)
@@ -1013,7 +1062,7 @@ func (m *Mirror) ship(batch []change) error {
 
 // shipArgs builds shipScript's keys and arguments for batch.
 func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
-	return m.opArgs(m.keys.meta(), []any{m.seq, batch[len(batch)-1].seq, m.gen}, batch)
+	return m.opArgs(m.keys.meta(), append([]any{m.seq, batch[len(batch)-1].seq, m.gen}, m.owner.args()...), batch)
 }
 
 // opArgs builds the keys and arguments of a script that applies batch to
@@ -1027,7 +1076,7 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 // a change writes one block, or words of a flat sub-filter, and a copy's
 // last round puts its runs of blocks after every other write.
 func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string, args []any) {
-	keys = []string{hash}
+	keys = []string{hash, m.keys.owner()}
 	index := map[partOf]int{}
 	key := func(level int, part uint64) int {
 		at := partOf{level, part}
@@ -1219,6 +1268,11 @@ func (m *Mirror) Close() error {
 	close(m.stop)
 	m.cancel()
 	<-m.done
+	// The name is free at once for the next writer, a restart of this one
+	// say; if Redis cannot be told, the claim expires.
+	ctx, cancel := context.WithTimeout(context.Background(), min(m.opts.Timeout, time.Second))
+	_ = release(ctx, m.r, m.keys, m.owner)
+	cancel()
 	m.mu.Lock()
 	m.mu.closed = true
 	m.mu.Unlock()

@@ -17,7 +17,9 @@ func scriptError(err error) string {
 
 // The scripts. Every key they touch is passed in KEYS, so they run on a
 // cluster too; errors they raise start with TB so the mirror tells them
-// from Redis's own.
+// from Redis's own. Every script that writes a copy first claims the name
+// for its writer (claimLua), so that two writers of one name do not take
+// turns replacing each other's copies.
 
 // metaScript reads the meta hash, or the pending one.
 var metaScript = newScript(`return redis.call('HGETALL', KEYS[1])`)
@@ -63,10 +65,11 @@ end
 
 // shipScript applies a batch of changes if Redis's sequence is the one the
 // batch follows. KEYS[1] is the meta hash, or the pending hash of a copy
-// catching up before its switch; the others are counter parts. ARGV: from,
-// to, gen, then operations (see applyOps). It answers OK, or DUP for a
-// batch it already applied (a resend).
-var shipScript = newScript(`
+// catching up before its switch, KEYS[2] the claim on the name; the others
+// are counter parts. ARGV: from, to, gen, the writer's token and claim
+// (see claimLua), then operations (see applyOps). It answers OK, or DUP for
+// a batch it already applied (a resend).
+var shipScript = newScript(claimLua(2, 4) + `
 local meta = KEYS[1]
 local gen = redis.call('HGET', meta, 'gen')
 if not gen then return redis.error_reply('TBNOCOPY') end
@@ -75,7 +78,7 @@ local seq = tonumber(redis.call('HGET', meta, 'seq'))
 local from, to = tonumber(ARGV[1]), tonumber(ARGV[2])
 if seq == to then return 'DUP' end
 if seq ~= from then return redis.error_reply('TBSEQ ' .. tostring(seq)) end
-local first = 4` + applyOps + `
+local first = 6` + applyOps + `
 redis.call('HSET', meta, 'seq', to)
 return 'OK'
 `)
@@ -83,23 +86,25 @@ return 'OK'
 // patchScript applies operations (see applyOps) to a copy not yet live,
 // at no sequence: a full copy catching up writes the blocks changed while
 // it was written, read again, before it takes the sequence of the moment
-// it finishes. KEYS[1] is the pending hash, the others counter parts;
-// ARGV: the copy's generation, then the operations. It raises TBPENDING if
-// the pending copy is another's.
-var patchScript = newScript(`
+// it finishes. KEYS[1] is the pending hash, KEYS[2] the claim, the others
+// counter parts; ARGV: the copy's generation, the writer's token and
+// claim, then the operations. It raises TBPENDING if the pending copy is
+// another's.
+var patchScript = newScript(claimLua(2, 2) + `
 local meta = KEYS[1]
 if redis.call('HGET', meta, 'gen') ~= ARGV[1] then return redis.error_reply('TBPENDING') end
-local first = 2` + applyOps + `
+local first = 4` + applyOps + `
 return 'OK'
 `)
 
 // writeScript writes bytes into a part of a copy not yet live, if the
 // pending copy is still the one of its generation. KEYS[1] is the part,
-// KEYS[2] the pending hash; ARGV: the generation, offset, bytes. At offset
-// 0 the bytes replace the key's value, so nothing of an earlier value is
-// left past their end. It raises TBPENDING if another copy replaced the
-// pending one, or Redis lost it.
-var writeScript = newScript(`
+// KEYS[2] the pending hash, KEYS[3] the claim; ARGV: the generation,
+// offset, bytes, the writer's token and claim. At offset 0 the bytes
+// replace the key's value, so nothing of an earlier value is left past
+// their end. It raises TBPENDING if another copy replaced the pending one,
+// or Redis lost it.
+var writeScript = newScript(claimLua(3, 4) + `
 if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] then return redis.error_reply('TBPENDING') end
 if ARGV[2] == '0' then return redis.call('SET', KEYS[1], ARGV[3]) end
 return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[2]), ARGV[3])
@@ -109,10 +114,10 @@ return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[2]), ARGV[3])
 // live one, and writes the pending hash, shaped as the meta hash, naming
 // the parts the copy will write before any is written. Two copies started
 // at once so never write the same parts. KEYS[1] is the pending hash,
-// KEYS[2] the last generation handed out, KEYS[3] the meta hash; ARGV: the
-// pending hash's fields and values but its generation. It answers the
-// generation.
-var startScript = newScript(`
+// KEYS[2] the last generation handed out, KEYS[3] the meta hash, KEYS[4]
+// the claim; ARGV: the writer's token and claim, then the pending hash's
+// fields and values but its generation. It answers the generation.
+var startScript = newScript(claimLua(4, 1) + `
 local gen = redis.call('INCR', KEYS[2])
 local live = tonumber(redis.call('HGET', KEYS[3], 'gen') or '0') or 0
 if gen <= live then
@@ -120,17 +125,18 @@ if gen <= live then
   redis.call('SET', KEYS[2], gen)
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'gen', gen, unpack(ARGV))
+redis.call('HSET', KEYS[1], 'gen', gen, unpack(ARGV, 3))
 return gen
 `)
 
 // cloneScript copies a part of the live copy into a part of the pending
 // one, inside Redis, if the live copy is still of generation ARGV[1] and
 // the pending one of ARGV[2]. KEYS: the meta hash, the pending hash, the
-// live part, the pending part. It raises TBGEN for another live copy,
-// TBPENDING for another pending one, TBNOCOPY for a live part gone, and
-// TBCOPY where Redis has no COPY (before 6.2).
-var cloneScript = newScript(`
+// live part, the pending part, the claim; ARGV[3] and [4] the writer's
+// token and claim. It raises TBGEN for another live copy, TBPENDING for
+// another pending one, TBNOCOPY for a live part gone, and TBCOPY where
+// Redis has no COPY (before 6.2).
+var cloneScript = newScript(claimLua(5, 3) + `
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return redis.error_reply('TBGEN') end
 if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[2] then return redis.error_reply('TBPENDING') end
 local copied = redis.pcall('COPY', KEYS[3], KEYS[4], 'REPLACE')
@@ -156,12 +162,13 @@ return 'OK'
 // copy and renames the pending hash to the meta hash, if the pending copy
 // is still the one of generation ARGV[1] at sequence ARGV[2] (another
 // process's copy may have replaced it). KEYS[1] is the meta hash, KEYS[2]
-// the pending one, the others the old copy's parts.
-var switchScript = newScript(`
+// the pending one, KEYS[3] the claim, the others the old copy's parts;
+// ARGV[3] and [4] are the writer's token and claim.
+var switchScript = newScript(claimLua(3, 3) + `
 if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] or redis.call('HGET', KEYS[2], 'seq') ~= ARGV[2] then
   return redis.error_reply('TBPENDING')
 end
-for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
 redis.call('RENAME', KEYS[2], KEYS[1])
 return 'OK'
 `)

@@ -9,13 +9,13 @@ import (
 	"github.com/tallybloom/tallybloom/engine"
 )
 
-// ops splits shipScript's arguments after the header into operations, each
-// its letter and operands.
+// ops splits shipScript's arguments after the header (from, to, gen and
+// the claim's two) into operations, each its letter and operands.
 func ops(t *testing.T, args []any) [][]any {
 	t.Helper()
 	operands := map[string]int{"c": 3, "n": 2, "x": 1, "t": 2, "u": 1, "d": 1}
 	var out [][]any
-	for i := 3; i < len(args); {
+	for i := 5; i < len(args); {
 		op, ok := args[i].(string)
 		require.True(t, ok, "an operation letter at %d: %v", i, args[i])
 		n, ok := operands[op]
@@ -30,7 +30,7 @@ func ops(t *testing.T, args []any) [][]any {
 // a sub-filter's tallies again, ships only the last content, in one
 // operation each; a change of directory between two writes keeps both.
 func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
-	m := &Mirror{keys: keys{"s"}, opts: (*Options)(nil).withDefaults(), gen: 3, seq: 10,
+	m := &Mirror{keys: keys{"s"}, opts: (*Options)(nil).withDefaults(), owner: owner{"me", claimTTL}, gen: 3, seq: 10,
 		subs: []engine.SubFilterStats{{Level: 0, Blocks: 4}}}
 	block := func(level int, offset uint64, b byte) []engine.CounterWrite {
 		return []engine.CounterWrite{{Level: level, Offset: offset, Bytes: []byte{b, b}}}
@@ -47,17 +47,17 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 		{seq: 14, counters: block(1, 64, 4), hasTallies: true, tallies: tallies(1, 1), dir: grown},
 		{seq: 15, counters: block(0, 64, 5), hasTallies: true, tallies: tallies(0, 4)},
 	})
-	assert.Equal(t, []any{uint64(10), uint64(15), uint64(3)}, args[:3], "from, to, generation")
-	assert.Equal(t, []string{"{s}:meta", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
+	assert.Equal(t, []any{uint64(10), uint64(15), uint64(3), "me", claimTTL.Milliseconds()}, args[:5], "from, to, generation, claim")
+	assert.Equal(t, []string{"{s}:meta", "{s}:owner", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
 	assert.Equal(t, [][]any{
-		{"c", 2, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 13's bytes
+		{"c", 3, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 13's bytes
 		{"t", 0, "3 3 3"},
-		{"c", 2, uint64(128), []byte{2, 2}},
-		{"n", 3, uint64(256)}, // change 14 opens level 1
+		{"c", 3, uint64(128), []byte{2, 2}},
+		{"n", 4, uint64(256)}, // change 14 opens level 1
 		{"d", encodeDir(grown)},
-		{"c", 3, uint64(64), []byte{4, 4}},
+		{"c", 4, uint64(64), []byte{4, 4}},
 		{"t", 1, "1 1 1"},
-		{"c", 2, uint64(64), []byte{5, 5}}, // after the directory changed, written again
+		{"c", 3, uint64(64), []byte{5, 5}}, // after the directory changed, written again
 		{"t", 0, "4 4 4"},
 	}, ops(t, args))
 }

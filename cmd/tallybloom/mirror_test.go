@@ -212,3 +212,30 @@ func TestMirrorPushSaysTheSequenceItCopied(t *testing.T) {
 	assert.Error(t, <-fed, "the writer read until its input closed")
 	require.NoError(t, writer.Wait(), writerErr.String())
 }
+
+// mirror push refuses a name another process writes copies under, and says
+// who holds it; following, it tries again until the name is free.
+func TestMirrorPushWaitsForATakenName(t *testing.T) {
+	s := redistest.StartServer(t)
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	c := redistest.Client(t, s)
+	ctx := context.Background()
+	require.NoError(t, c.Set(ctx, "{taken}:owner", "other.example pid 99 0011223344556677", time.Minute).Err())
+	remote := []string{"--redis", s.URL(), "--name", "taken"}
+
+	_, errOut, code := tallybloom(t, append([]string{"mirror", "push", path}, remote...)...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "another process writes copies under this name: other.example pid 99 holds it")
+	assert.Zero(t, c.Exists(ctx, "{taken}:meta").Val())
+
+	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
+	var out, followErr syncBuffer
+	follower.Stdout, follower.Stderr = &out, &followErr
+	require.NoError(t, follower.Start())
+	t.Cleanup(func() { _ = follower.Process.Kill() })
+	require.Eventually(t, func() bool { return strings.Contains(followErr.String(), "other.example pid 99 holds it") }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, c.Del(ctx, "{taken}:owner").Err()) // the other process closes
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "pushed ") }, 10*time.Second, 20*time.Millisecond, followErr.String())
+	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
+	require.NoError(t, follower.Wait())
+}

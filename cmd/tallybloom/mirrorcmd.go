@@ -97,8 +97,10 @@ writer never paused long enough (about 1.3 s of attempts). With --follow,
 keep going: copy again whenever the file and the copy in Redis differ (the
 file changed, or Redis lost the copy), until interrupted; a copy that fails
 (Redis away, a writer that does not pause) is reported on standard error and
-tried again. A process that owns the file ships its changes one by one
-instead (mirror.Attach).`,
+tried again. A name another process writes copies under (a mirror attached
+to its file, another push) is refused, or waited for with --follow. A
+process that owns the file ships its changes one by one instead
+(mirror.Attach).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()

@@ -1,0 +1,98 @@
+package mirror
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// claimTTL is how long a claim on a name outlives its holder's last call,
+// and claimRenew how often an idle Mirror renews it: a process that died
+// without Close holds its name this long at most.
+const (
+	claimTTL   = 10 * time.Second
+	claimRenew = claimTTL / 3
+)
+
+// owner is who writes a name's copies: a token no other process has, and
+// how long its claim lasts. The token names the host and process, so that
+// ErrNameTaken can say who holds the name.
+type owner struct {
+	token string
+	ttl   time.Duration
+}
+
+func newOwner(ttl time.Duration) owner {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+	return owner{token: fmt.Sprintf("%s pid %d %s", host, os.Getpid(), hex.EncodeToString(nonce[:])), ttl: ttl}
+}
+
+// args are the claim's arguments to a script that claims (see claimLua).
+func (o owner) args() []any { return []any{o.token, o.ttl.Milliseconds()} }
+
+// claimLua is the Lua that claims the name for the writer ARGV[arg] for
+// ARGV[arg+1] ms, before a script writes, or refuses with TBTAKEN and the
+// holder's token; KEYS[key] is the claim.
+func claimLua(key, arg int) string {
+	return fmt.Sprintf(`
+local holder = redis.call('GET', KEYS[%[1]d])
+if holder and holder ~= ARGV[%[2]d] then return redis.error_reply('TBTAKEN ' .. holder) end
+redis.call('SET', KEYS[%[1]d], ARGV[%[2]d], 'PX', ARGV[%[2]d + 1])
+`, key, arg)
+}
+
+// claimScript claims, or renews the claim on, a name. KEYS[1] is the claim;
+// ARGV: token, ms.
+var claimScript = newScript(claimLua(1, 1) + `return 'OK'`)
+
+// releaseScript gives a name up, if the claim is still ARGV[1]'s.
+var releaseScript = newScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 'OK'
+`)
+
+// claim claims, or renews the claim on, k's name for o.
+func claim(ctx context.Context, r Redis, k keys, o owner) error {
+	_, err := r.Eval(ctx, claimScript, false, []string{k.owner()}, o.args()...)
+	if err != nil {
+		return fmt.Errorf("mirror: claiming %q: %w", k.name, takenError(err))
+	}
+	return nil
+}
+
+// release gives k's name up, if o still holds it; a failure leaves the
+// claim to expire.
+func release(ctx context.Context, r Redis, k keys, o owner) error {
+	_, err := r.Eval(ctx, releaseScript, false, []string{k.owner()}, o.token)
+	return err
+}
+
+// takenError is err as ErrNameTaken, naming the holder, if a script found
+// the name claimed by another, or as ErrBadAnswer if the claim's key holds
+// a value the mirror did not write.
+func takenError(err error) error {
+	if holder, ok := strings.CutPrefix(scriptError(err), "TBTAKEN "); ok {
+		return fmt.Errorf("%w: %s holds it", ErrNameTaken, holderOf(holder))
+	}
+	if err != nil && strings.Contains(err.Error(), "WRONGTYPE") {
+		return fmt.Errorf("%w: the claim on the name is not a tallybloom mirror's: %v", ErrBadAnswer, err)
+	}
+	return err
+}
+
+// holderOf is a claim's token without its nonce: the host and process.
+func holderOf(token string) string {
+	if i := strings.LastIndexByte(token, ' '); i > 0 {
+		return token[:i]
+	}
+	return token
+}

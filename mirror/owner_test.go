@@ -1,0 +1,120 @@
+//go:build unix
+
+package mirror
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSecondWriterOfANameWaits: a mirror attached under a name another
+// mirror holds does not replace that one's copy, and says why, for as long
+// as the holder renews its claim, idle or not; Push is refused meanwhile.
+// When the holder closes, the name is free at once and the second takes
+// it over.
+func TestSecondWriterOfANameWaits(t *testing.T) { eachRedisRaw(t, testSecondWriterOfANameWaits) }
+
+func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "shared"
+	first, _ := filledFilter(t, 2000, 41, 1000)
+	second, _ := filledFilter(t, 2000, 42, 1500)
+	short := &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, claimTTL: 300 * time.Millisecond}
+	holder, err := Attach(first, r, name, short)
+	require.NoError(t, err)
+	defer holder.Close()
+	require.NoError(t, holder.Flush(ctx))
+
+	waiter, err := Attach(second, r, name, short)
+	require.NoError(t, err)
+	defer waiter.Close()
+	// Several times the claim's time, all of it idle for the holder.
+	waited, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	assert.ErrorIs(t, waiter.Flush(waited), context.DeadlineExceeded)
+	assert.Contains(t, waiter.Stats().LastError, ErrNameTaken.Error())
+	assert.Contains(t, waiter.Stats().LastError, holderOf(holder.owner.token)+" holds it")
+	assert.Zero(t, waiter.Stats().Recopies)
+	assert.Equal(t, uint64(1), holder.Stats().Recopies, "the holder's copy was never replaced")
+	requireSame(t, ctx, r, name, first)
+
+	_, err = Push(ctx, second, r, name, short)
+	assert.ErrorIs(t, err, ErrNameTaken)
+	requireSame(t, ctx, r, name, first)
+
+	require.NoError(t, holder.Close())
+	assert.Zero(t, raw.Exists(ctx, keys{name}.owner()).Val(), "Close gives the name up")
+	require.NoError(t, waiter.Flush(ctx))
+	requireSame(t, ctx, r, name, second)
+}
+
+// TestClaimOfADeadWriterExpires: a writer that stopped without Close (its
+// process killed) holds its name until its claim expires; then a mirror
+// takes the name over, having said meanwhile who held it.
+func TestClaimOfADeadWriterExpires(t *testing.T) { eachRedisRaw(t, testClaimOfADeadWriterExpires) }
+
+func testClaimOfADeadWriterExpires(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "orphan"
+	f, _ := filledFilter(t, 2000, 43, 1000)
+	// The dead writer's copy, written but not yet live when it died.
+	assert.Error(t, push(ctx, f, failingSwitch{r}, name, smallParts))
+	dead := "gone.example pid 4242 00000000deadbeef"
+	require.NoError(t, raw.Set(ctx, keys{name}.owner(), dead, 700*time.Millisecond).Err())
+
+	_, err := Push(ctx, f, r, name, smallParts)
+	assert.ErrorIs(t, err, ErrNameTaken)
+	assert.ErrorContains(t, err, "gone.example pid 4242 holds it")
+	assert.Equal(t, int64(1), raw.Exists(ctx, keys{name}.pending()).Val(), "a copy refused leaves the holder's pending copy alone")
+
+	m, err := Attach(f, r, name, &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Eventually(t, func() bool {
+		return m.Stats().LastError != "" && m.Stats().Recopies == 0
+	}, 5*time.Second, 5*time.Millisecond, "the mirror waits for the name")
+	assert.Contains(t, m.Stats().LastError, "gone.example pid 4242 holds it")
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, name, f)
+	assert.Equal(t, m.owner.token, raw.Get(ctx, keys{name}.owner()).Val())
+	assert.Equal(t, attachedKeys(f, name, 2, 4096), keysLike(t, raw, "{"+name+"}*"), "the dead writer's copy deleted")
+}
+
+// TestNameTakenWhileAway: a mirror whose claim expired while it could not
+// reach Redis, and which another writer took, stops shipping into that
+// writer's copy and waits.
+func TestNameTakenWhileAway(t *testing.T) { eachRedisRaw(t, testNameTakenWhileAway) }
+
+func testNameTakenWhileAway(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "lapsed"
+	f, next := filledFilter(t, 2000, 44, 1000)
+	m, err := Attach(f, r, name, &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	other := "elsewhere.example pid 7 0123456789abcdef"
+	require.NoError(t, raw.Set(ctx, keys{name}.owner(), other, time.Minute).Err())
+	before, err := readMeta(ctx, r, keys{name})
+	require.NoError(t, err)
+
+	addKeys(t, f, &next, 10)
+	require.Eventually(t, func() bool { return m.Stats().LastError != "" }, 5*time.Second, 5*time.Millisecond)
+	assert.Contains(t, m.Stats().LastError, "elsewhere.example pid 7 holds it")
+	after, err := readMeta(ctx, r, keys{name})
+	require.NoError(t, err)
+	assert.Equal(t, before.seq, after.seq, "nothing shipped into the copy of a name another holds")
+	assert.Equal(t, before.gen, after.gen)
+
+	require.NoError(t, raw.Del(ctx, keys{name}.owner()).Err()) // the other gives up
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, name, f)
+}
