@@ -150,10 +150,12 @@ type Mirror struct {
 	cancel context.CancelFunc
 
 	// The shipper goroutine alone uses these: what the copy it ships to
-	// is, the live one, or a full copy being written.
-	gen  uint64
-	seq  uint64
-	subs []engine.SubFilterStats
+	// is, the live one, or a full copy being written, and room to build a
+	// script's arguments in.
+	gen     uint64
+	seq     uint64
+	subs    []engine.SubFilterStats
+	scratch opScratch
 }
 
 // Attach starts mirroring f into Redis under name: a full copy first (what
@@ -1077,7 +1079,7 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 // last round puts its runs of blocks after every other write.
 func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string, args []any) {
 	keys = []string{hash, m.keys.owner()}
-	index := map[partOf]int{}
+	index, spans, tallies := m.scratch.take()
 	key := func(level int, part uint64) int {
 		at := partOf{level, part}
 		if i, ok := index[at]; ok {
@@ -1087,9 +1089,11 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 		index[at] = len(keys)
 		return len(keys)
 	}
-	spans := map[spanOf]int{} // where in args each span's bytes are
-	tallies := map[int]int{}  // where in args each level's tallies are
-	args = head
+	writes := 0
+	for i := range batch {
+		writes += len(batch[i].counters)
+	}
+	args = append(make([]any, 0, len(head)+4*writes+3*len(batch)), head...)
 	subs := m.subs
 	for i := range batch {
 		c := &batch[i]
@@ -1126,6 +1130,28 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 	}
 	encodeTalliesAt(args, tallies)
 	return keys, args
+}
+
+// opScratch is opArgs's maps, kept from one call to the next, which
+// would otherwise spend most of their time growing: only the shipper
+// goroutine builds arguments. parts says where in the keys each part is,
+// spans where in the arguments each span's bytes are, and tallies where
+// each level's tallies are.
+type opScratch struct {
+	parts   map[partOf]int
+	spans   map[spanOf]int
+	tallies map[int]int
+}
+
+// take returns the maps, empty.
+func (s *opScratch) take() (map[partOf]int, map[spanOf]int, map[int]int) {
+	if s.parts == nil {
+		s.parts, s.spans, s.tallies = map[partOf]int{}, map[spanOf]int{}, map[int]int{}
+	}
+	clear(s.parts)
+	clear(s.spans)
+	clear(s.tallies)
+	return s.parts, s.spans, s.tallies
 }
 
 // partOf names a part of a sub-filter's counters; spanOf a span of them.

@@ -61,3 +61,38 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 		{"t", 0, "4 4 4"},
 	}, ops(t, args))
 }
+
+// BenchmarkShipArgs builds the arguments of a batch of adds, each a block
+// and its sub-filter's tallies, as shipping does; BenchmarkPatchArgs those
+// of a catch-up round's scattered blocks read again.
+func BenchmarkShipArgs(b *testing.B) {
+	const blocks = 1 << 16
+	m := &Mirror{keys: keys{"s"}, opts: (*Options)(nil).withDefaults(), owner: owner{"me", claimTTL}, gen: 3,
+		subs: []engine.SubFilterStats{{Level: 0, Blocks: blocks}}}
+	bytes := make([]byte, 64)
+	batch := make([]change, 512)
+	for i := range batch {
+		batch[i] = change{seq: uint64(i + 1), counters: []engine.CounterWrite{{Offset: uint64(i*7919%blocks) * 64, Bytes: bytes}},
+			hasTallies: true, tallies: engine.Tallies{Count: uint64(i)}}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = m.shipArgs(batch)
+	}
+}
+
+func BenchmarkPatchArgs(b *testing.B) {
+	const blocks = 1 << 20
+	m := &Mirror{keys: keys{"s"}, opts: (*Options)(nil).withDefaults(), owner: owner{"me", claimTTL}, gen: 3,
+		subs: []engine.SubFilterStats{{Level: 0, Blocks: blocks}}}
+	bytes := make([]byte, 256)
+	writes := make([]engine.CounterWrite, holdSpans)
+	for i := range writes {
+		writes[i] = engine.CounterWrite{Offset: uint64(i) * 256 * 2, Bytes: bytes}
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(writes) * len(bytes)))
+	for b.Loop() {
+		_, _ = m.opArgs(m.keys.pending(), []any{m.gen}, []change{{counters: writes}})
+	}
+}
