@@ -118,3 +118,56 @@ func testNameTakenWhileAway(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.NoError(t, m.Flush(ctx))
 	requireSame(t, ctx, r, name, f)
 }
+
+// TestDescribe: Describe says what Redis holds under a name: the live copy
+// as the file has it, the writer holding the name, and a copy pending.
+func TestDescribe(t *testing.T) { eachRedisRaw(t, testDescribe) }
+
+func testDescribe(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Describe(ctx, r, "nothing")
+	assert.ErrorIs(t, err, ErrNotMirrored)
+	_, err = Describe(ctx, r, "{bad}")
+	assert.ErrorIs(t, err, ErrInvalidName)
+
+	f, _ := filledFilter(t, 2000, 45, 5000) // several sub-filters
+	m, err := Attach(f, r, "described", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	d, err := Describe(ctx, r, "described")
+	require.NoError(t, err)
+	st := f.Stats()
+	require.Greater(t, len(st.SubFilters), 1)
+	assert.True(t, d.Live)
+	assert.Equal(t, st.MemSeq, d.Seq)
+	assert.Equal(t, f.Config(), d.Config)
+	assert.Equal(t, smallParts.PartBytes, d.PartBytes)
+	require.Len(t, d.SubFilters, len(st.SubFilters))
+	for i, sub := range st.SubFilters {
+		got := d.SubFilters[i]
+		assert.Equal(t, [6]uint64{uint64(sub.Level), sub.FirstID, sub.MaxID, sub.Capacity, sub.Count, sub.NonZero},
+			[6]uint64{uint64(got.Level), got.FirstID, got.MaxID, got.Capacity, got.Count, got.NonZero})
+		assert.Equal(t, sub.Bytes, got.Bytes)
+	}
+	assert.Equal(t, holderOf(m.owner.token), d.Writer)
+	assert.Positive(t, d.WriterFor)
+	assert.LessOrEqual(t, d.WriterFor, claimTTL)
+	assert.Zero(t, d.Pending)
+	live, err := readMeta(ctx, r, keys{"described"})
+	require.NoError(t, err)
+	assert.Equal(t, live.gen, d.Generation)
+
+	// A first copy never made live: no copy, no writer, one pending.
+	assert.Error(t, push(ctx, f, failingSwitch{r}, "half", smallParts))
+	d, err = Describe(ctx, r, "half")
+	require.NoError(t, err)
+	assert.False(t, d.Live)
+	assert.Empty(t, d.Writer)
+	assert.Positive(t, d.Pending)
+
+	require.NoError(t, raw.Set(ctx, keys{"foreign"}.pending(), "a string", 0).Err())
+	_, err = Describe(ctx, r, "foreign")
+	assert.ErrorIs(t, err, ErrBadAnswer)
+}

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -227,15 +228,37 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "another process writes copies under this name: other.example pid 99 holds it")
 	assert.Zero(t, c.Exists(ctx, "{taken}:meta").Val())
+	out, errOut, code := tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `writer +other\.example pid 99 \(its claim lasts [0-9a-z.]+ unless renewed\)\n`, out)
+	assert.Regexp(t, `copy +none live`, out)
 
 	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
-	var out, followErr syncBuffer
-	follower.Stdout, follower.Stderr = &out, &followErr
+	var followOut, followErr syncBuffer
+	follower.Stdout, follower.Stderr = &followOut, &followErr
 	require.NoError(t, follower.Start())
 	t.Cleanup(func() { _ = follower.Process.Kill() })
 	require.Eventually(t, func() bool { return strings.Contains(followErr.String(), "other.example pid 99 holds it") }, 10*time.Second, 20*time.Millisecond)
 	require.NoError(t, c.Del(ctx, "{taken}:owner").Err()) // the other process closes
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "pushed ") }, 10*time.Second, 20*time.Millisecond, followErr.String())
+	require.Eventually(t, func() bool { return strings.Contains(followOut.String(), "pushed ") }, 10*time.Second, 20*time.Millisecond, followErr.String())
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait())
+
+	out, errOut, code = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	var held copyJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &held))
+	local, _, _ := tallybloom(t, "stats", "--json", path)
+	var file statsJSON
+	require.NoError(t, json.Unmarshal([]byte(local), &file))
+	assert.True(t, held.Live)
+	assert.Equal(t, file.MemSeq, held.Seq)
+	assert.Equal(t, file.Seed, held.Seed)
+	assert.Empty(t, held.Writer, "a push gives the name up")
+	require.Len(t, held.SubFilters, len(file.SubFilters))
+	assert.Equal(t, file.SubFilters[0].Bytes, held.SubFilters[0].Bytes)
+
+	_, errOut, code = tallybloom(t, "mirror", "stats", "--redis", s.URL(), "--name", "nothing")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no copy of the filter in Redis")
 }

@@ -71,7 +71,7 @@ func mirrorCommand() *cobra.Command {
 		Use:   "mirror",
 		Short: "Copy a filter into Redis and back",
 	}
-	cmd.AddCommand(mirrorPushCommand(), mirrorPullCommand())
+	cmd.AddCommand(mirrorPushCommand(), mirrorPullCommand(), mirrorStatsCommand())
 	return cmd
 }
 

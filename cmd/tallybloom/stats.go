@@ -104,19 +104,28 @@ func printStatsTo(out io.Writer, s statsJSON) {
 		s.Capacity, s.ErrorRate, s.Tightening, s.Growth, s.Fixed, s.CountersOnly, s.Seed)
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
 	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), counted(len(s.SubFilters), "sub-filter"), bytesText(s.PresenceBytes))
+	printSubFiltersTo(w, s.SubFilters)
+}
+
+// printSubFiltersTo prints the table of sub-filters; a rate they were
+// built for of 0 is one not known (a copy in Redis does not keep it).
+func printSubFiltersTo(w io.Writer, subs []subFilterJSON) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "level\tids\tcapacity\tcount\tfill\tfalse positives\tbytes")
-	for i, sub := range s.SubFilters {
+	for i, sub := range subs {
 		ids := fmt.Sprintf("%d..", sub.FirstID)
-		if i+1 < len(s.SubFilters) {
-			ids = fmt.Sprintf("%d..%d", sub.FirstID, s.SubFilters[i+1].FirstID-1)
+		if i+1 < len(subs) {
+			ids = fmt.Sprintf("%d..%d", sub.FirstID, subs[i+1].FirstID-1)
 		}
 		fill := fmt.Sprintf("%.0f%%", 100*sub.Fill)
 		if sub.Overfilled {
 			fill += " (overfilled)"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%s\t%.2g (built for %.2g)\t%s\n",
-			sub.Level, ids, sub.Capacity, sub.Count, fill, sub.ExpectedErrorRate, sub.ErrorRate, bytesText(sub.Bytes))
+		rate := fmt.Sprintf("%.2g", sub.ExpectedErrorRate)
+		if sub.ErrorRate > 0 {
+			rate += fmt.Sprintf(" (built for %.2g)", sub.ErrorRate)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", sub.Level, ids, sub.Capacity, sub.Count, fill, rate, bytesText(sub.Bytes))
 	}
 }
 

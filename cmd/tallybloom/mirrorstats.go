@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/mirror"
+)
+
+// copyJSON is the shape of mirror stats --json: what Redis holds under a
+// name.
+type copyJSON struct {
+	Name         string          `json:"name"`
+	Live         bool            `json:"live"`
+	Generation   uint64          `json:"generation"`
+	Seq          uint64          `json:"seq"`
+	PartBytes    uint64          `json:"part_bytes"`
+	Writer       string          `json:"writer"`
+	WriterForMS  int64           `json:"writer_for_ms"`
+	Pending      uint64          `json:"pending_generation"`
+	Capacity     uint64          `json:"capacity"`
+	ErrorRate    float64         `json:"error_rate"`
+	Tightening   float64         `json:"tightening"`
+	Growth       float64         `json:"growth"`
+	Fixed        bool            `json:"fixed"`
+	CountersOnly bool            `json:"counters_only"`
+	Seed         uint64          `json:"seed"`
+	Count        uint64          `json:"count"`
+	CounterBytes uint64          `json:"counter_bytes"`
+	SubFilters   []subFilterJSON `json:"sub_filters"`
+}
+
+func copyOf(name string, d mirror.Description) copyJSON {
+	c := d.Config
+	j := copyJSON{Name: name, Live: d.Live, Generation: d.Generation, Seq: d.Seq, PartBytes: d.PartBytes,
+		Writer: d.Writer, WriterForMS: d.WriterFor.Milliseconds(), Pending: d.Pending,
+		Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth, Fixed: c.Fixed,
+		CountersOnly: c.CountersOnly, Seed: c.Seed, SubFilters: []subFilterJSON{}}
+	for _, sub := range d.SubFilters {
+		j.Count += sub.Count
+		j.CounterBytes += sub.Bytes
+		j.SubFilters = append(j.SubFilters, subFilterJSON{
+			Level: sub.Level, FirstID: sub.FirstID, MaxID: sub.MaxID, Capacity: sub.Capacity, Count: sub.Count,
+			Fill: float64(sub.Count) / float64(sub.Capacity), Overfilled: sub.Count > sub.Capacity,
+			ExpectedErrorRate: sub.ExpectedFalsePositiveRate(), K: sub.K, Bytes: sub.Bytes,
+		})
+	}
+	return j
+}
+
+func mirrorStatsCommand() *cobra.Command {
+	var remote redisFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats --redis URL --name NAME",
+		Short: "Show what Redis holds under a name",
+		Long: `Show the copy Redis holds under NAME (its generation, the sequence of the
+last change it holds, its parameters and a table of its sub-filters), the
+process that writes its copies (whose claim on the name expires unless
+renewed), and a copy being written, if there is one. A name Redis holds
+nothing of is an error.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, err := remote.dial()
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			d, err := mirror.Describe(cmd.Context(), client, remote.name)
+			if err != nil {
+				return err
+			}
+			j := copyOf(remote.name, d)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(j)
+			}
+			printCopyTo(cmd.OutOrStdout(), j)
+			return nil
+		},
+	}
+	remote.register(cmd, true)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printCopyTo(out io.Writer, c copyJSON) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	fmt.Fprintf(w, "name\t%s\n", c.Name)
+	writer := "none"
+	if c.Writer != "" {
+		writer = fmt.Sprintf("%s (its claim lasts %s unless renewed)", c.Writer, (time.Duration(c.WriterForMS) * time.Millisecond).Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(w, "writer\t%s\n", writer)
+	if c.Pending != 0 {
+		fmt.Fprintf(w, "pending\ta copy of generation %d, not yet live\n", c.Pending)
+	}
+	if !c.Live {
+		fmt.Fprintf(w, "copy\tnone live\n")
+		return
+	}
+	fmt.Fprintf(w, "copy\tgeneration %d at sequence %d, in parts of at most %s\n", c.Generation, c.Seq, bytesText(c.PartBytes))
+	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
+		c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Fixed, c.CountersOnly, c.Seed)
+	fmt.Fprintf(w, "keys\t%d added minus removed\n", c.Count)
+	fmt.Fprintf(w, "counters\t%s in %s\n", bytesText(c.CounterBytes), counted(len(c.SubFilters), "sub-filter"))
+	printSubFiltersTo(w, c.SubFilters)
+}

@@ -1,0 +1,86 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// Description is what Redis holds under a name, read in one step: the live
+// copy, if there is one, the writer that holds the name, and a copy being
+// written.
+type Description struct {
+	// Live reports a live copy; the fields up to SubFilters describe it.
+	Live       bool
+	Generation uint64
+	// Seq is the sequence of the last change the copy holds.
+	Seq uint64
+	// PartBytes is the largest counter string.
+	PartBytes uint64
+	Config    engine.Config
+	// SubFilters are the copy's sub-filters, with their geometry, ids and
+	// tallies (Count, MaxID, NonZero); ErrorRate, Overfilled and
+	// EstimatedKeys are not kept in Redis and are zero.
+	SubFilters []engine.SubFilterStats
+	// Writer names the host and process that holds the name, "" if none;
+	// WriterFor is how long its claim lasts unless it renews it.
+	Writer    string
+	WriterFor time.Duration
+	// Pending is the generation of a copy being written, 0 if none.
+	Pending uint64
+}
+
+// describeScript reads a name's live copy, claim and pending copy. KEYS:
+// the meta hash, the claim, the pending hash. It answers the meta hash's
+// fields and values, the claim or false, its time to live in ms, and the
+// pending copy's generation or false.
+var describeScript = newScript(`
+return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('PTTL', KEYS[2]), redis.call('HGET', KEYS[3], 'gen')}
+`)
+
+// Describe reads what Redis holds under name. It returns ErrNotMirrored if
+// Redis holds nothing of it: no live copy, no writer, no copy being
+// written.
+func Describe(ctx context.Context, r Redis, name string) (Description, error) {
+	k, err := newKeys(name)
+	if err != nil {
+		return Description{}, err
+	}
+	answer, err := r.Eval(ctx, describeScript, true, []string{k.meta(), k.owner(), k.pending()})
+	if err != nil {
+		if strings.Contains(err.Error(), "WRONGTYPE") {
+			return Description{}, fmt.Errorf("%w: a key of %q is not a tallybloom mirror's: %v", ErrBadAnswer, name, err)
+		}
+		return Description{}, fmt.Errorf("mirror: describing %q: %w", name, err)
+	}
+	parts, ok := answer.([]any)
+	if !ok || len(parts) != 4 {
+		return Description{}, fmt.Errorf("%w: a description of %T", ErrBadAnswer, answer)
+	}
+	var d Description
+	meta, err := decodeMeta(parts[0])
+	switch {
+	case err == nil:
+		d.Live, d.Generation, d.Seq, d.PartBytes, d.Config, d.SubFilters = true, meta.gen, meta.seq, meta.part, meta.config, meta.subs
+	case !errors.Is(err, ErrNotMirrored):
+		return Description{}, err
+	}
+	if holder, ok := parts[1].(string); ok {
+		ttl, _ := parts[2].(int64)
+		d.Writer, d.WriterFor = holderOf(holder), time.Duration(max(ttl, 0))*time.Millisecond
+	}
+	if gen, ok := parts[3].(string); ok {
+		if d.Pending, err = strconv.ParseUint(gen, 10, 64); err != nil {
+			return Description{}, fmt.Errorf("%w: pending generation %q", ErrBadAnswer, gen)
+		}
+	}
+	if !d.Live && d.Writer == "" && d.Pending == 0 {
+		return Description{}, fmt.Errorf("%w: %q", ErrNotMirrored, name)
+	}
+	return d, nil
+}
