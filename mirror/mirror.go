@@ -22,8 +22,7 @@ type Options struct {
 	// copy does not queue the changes made while it is written either, so
 	// the queue need only hold the changes of an outage of Redis the mirror
 	// should outlive without a copy. A queued add or remove takes about 200
-	// bytes, and up to twice that while the queue's array grows. Default
-	// 1 000 000.
+	// bytes. Default 1 000 000.
 	MaxQueue int
 	// BatchSize is the number of changes one script applies. Default 512.
 	BatchSize int
@@ -195,7 +194,10 @@ func (m *Mirror) enqueue(c *engine.Change) {
 		// Too far behind: a full copy will carry these changes, and the
 		// blocks of those from now on are marked, not queued.
 		m.mu.abandoned = c.Seq - 1
-		m.mu.gaveUp = append(m.mu.gaveUp, m.mu.queue.waiting())
+		m.mu.queue.each(func(waiting []change) bool {
+			m.mu.gaveUp = append(m.mu.gaveUp, waiting)
+			return true
+		})
 		m.mu.queue.abandon()
 		m.mu.tracking = &dirty{}
 		m.mu.needCopy = true
@@ -295,7 +297,7 @@ func (m *Mirror) renew() error {
 func (m *Mirror) step() (bool, error) {
 	m.mu.Lock()
 	needCopy := m.mu.needCopy
-	batch := m.mu.queue.waiting()[:min(m.mu.queue.len(), m.opts.BatchSize)]
+	batch := m.mu.queue.first(m.opts.BatchSize)
 	m.mu.Unlock()
 	if needCopy {
 		return true, m.copyAll()
@@ -645,12 +647,15 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 	}
 	m.mu.Lock()
 	var queued []change
-	for _, c := range m.mu.queue.waiting() {
-		if c.seq > st.MemSeq {
-			break
+	m.mu.queue.each(func(waiting []change) bool {
+		for _, c := range waiting {
+			if c.seq > st.MemSeq {
+				return false
+			}
+			queued = append(queued, change{counters: c.counters})
 		}
-		queued = append(queued, change{counters: c.counters})
-	}
+		return true
+	})
 	// The queue holds every change after from, in order, unless it gave up
 	// on some; none of those up to the read changed the chain's sub-filters
 	// if the read found those the copy has.
@@ -1196,7 +1201,7 @@ func (m *Mirror) acknowledge(batch []change, seq uint64, resent bool) {
 	if resent {
 		m.mu.stats.Resends++
 	}
-	if m.mu.queue.len() >= n && n > 0 && m.mu.queue.waiting()[0].seq == batch[0].seq {
+	if m.mu.queue.len() >= n && n > 0 && m.mu.queue.first(1)[0].seq == batch[0].seq {
 		m.mu.queue.drop(n)
 	}
 	m.mu.stats.QueueDepth = m.mu.queue.len()

@@ -17,49 +17,61 @@ func seqs(cs []change) []uint64 {
 	return out
 }
 
+// waiting is every change q holds, oldest first.
+func (q *queue) waiting() []change {
+	var all []change
+	q.each(func(w []change) bool { all = append(all, w...); return true })
+	return all
+}
+
 // A queue keeps its changes in order; a batch taken from it is never
-// written over by later pushes, however the array grows; an emptied array is
-// used again.
+// written over by later pushes, however the queue grows; it holds at most
+// one segment more than its changes need, and a spent segment is used
+// again.
 func TestQueue(t *testing.T) {
 	var q queue
 	for s := range uint64(10) {
 		q.push(change{seq: s + 1})
 	}
 	q.drop(2)
-	batch := q.waiting()[:4]
-	for s := range uint64(200) { // fills the array with room at its front
+	batch := q.first(4)
+	for s := range uint64(3 * segChanges) { // grows by segments
 		q.push(change{seq: s + 11})
 	}
 	assert.Equal(t, []uint64{3, 4, 5, 6}, seqs(batch), "the batch as taken")
 	q.drop(4)
-	assert.Equal(t, 204, q.len())
-	assert.Equal(t, uint64(7), q.waiting()[0].seq)
+	assert.Equal(t, 3*segChanges+4, q.len())
+	assert.Equal(t, uint64(7), q.first(1)[0].seq)
+	assert.Len(t, q.first(3*segChanges), segChanges-6, "a batch from one segment")
 
-	for q.len() < 2000 { // a backlog that never empties
+	next := uint64(3*segChanges + 11)
+	for q.len() < 5*segChanges { // a backlog that never empties
 		q.drop(3)
 		for range 4 {
-			q.push(change{seq: q.waiting()[q.len()-1].seq + 1})
+			q.push(change{seq: next})
+			next++
 		}
 	}
-	assert.LessOrEqual(t, cap(q.all), 2*q.len()+64, "acknowledged room is let go")
+	assert.LessOrEqual(t, len(q.segs), q.len()/segChanges+2, "acknowledged room is let go")
 	w := q.waiting()
+	require.Len(t, w, q.len())
 	for i := 1; i < len(w); i++ {
 		require.Equal(t, w[i-1].seq+1, w[i].seq, "in order")
 	}
 
 	q.drop(q.len())
 	assert.Zero(t, q.len())
-	room := cap(q.all)
+	assert.Empty(t, q.first(1))
 	allocs := testing.AllocsPerRun(10, func() {
-		for range room {
+		for range 2 * segChanges {
 			q.push(change{seq: 1})
 		}
 		q.drop(q.len())
 	})
-	assert.Zero(t, allocs, "an emptied queue is filled again in place")
+	assert.Zero(t, allocs, "spent segments are filled again")
 
 	q.push(change{seq: 1})
-	batch = q.waiting()
+	batch = q.first(1)
 	q.abandon()
 	q.push(change{seq: 99})
 	assert.Equal(t, []uint64{1}, seqs(batch), "an abandoned batch is left alone")
