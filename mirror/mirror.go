@@ -483,7 +483,7 @@ func (m *Mirror) copyLive(ctx context.Context, gaveUp [][]change) (copyMeta, uin
 			err := m.retry().do(ctx, func() error {
 				_, err := m.r.Eval(ctx, cloneScript, false, keys, append([]any{live.gen, gen}, m.owner.args()...)...)
 				switch code := scriptError(err); {
-				case strings.HasPrefix(code, "TBTAKEN"):
+				case claimedByAnother(err):
 					return fmt.Errorf("mirror: cloning the copy Redis holds: %w", takenError(err))
 				case code == "TBGEN", code == "TBNOCOPY":
 					return fmt.Errorf("%w: Redis no longer holds it: %s", errNoClone, code)
@@ -725,9 +725,10 @@ func catchUpError(err error) error {
 // pendingError is err, a script's answer on the pending copy, as
 // errReplaced if that copy is another's.
 func pendingError(err error) error {
-	if code := scriptError(err); strings.HasPrefix(code, "TBTAKEN") {
+	if claimedByAnother(err) {
 		return takenError(err)
-	} else if code != "" {
+	}
+	if code := scriptError(err); code != "" {
 		return fmt.Errorf("%w (%s)", errReplaced, code)
 	}
 	return err
@@ -957,7 +958,7 @@ func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, g
 	keys := append([]string{k.meta(), k.pending(), k.owner()}, k.copyParts(old)...)
 	_, err := r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
 	switch {
-	case strings.HasPrefix(scriptError(err), "TBTAKEN"):
+	case claimedByAnother(err):
 		return fmt.Errorf("mirror: switching to the new copy: %w", takenError(err))
 	case scriptError(err) == "TBPENDING":
 		// A switch made again after its answer was lost finds its pending
@@ -1055,7 +1056,7 @@ func (m *Mirror) ship(batch []change) error {
 		m.acknowledge(batch, applied, true)
 		return nil
 	}
-	if strings.HasPrefix(code, "TBTAKEN") {
+	if claimedByAnother(err) {
 		// Another writer claimed the name while this one could not renew
 		// its claim; it writes its own copy, and this one waits.
 		err = takenError(err)

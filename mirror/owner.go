@@ -76,15 +76,20 @@ func release(ctx context.Context, r Redis, k keys, o owner) error {
 	return err
 }
 
+// claimedByAnother reports that err is a script's refusal to write under a
+// name another writer claimed.
+func claimedByAnother(err error) bool { return strings.HasPrefix(scriptError(err), "TBTAKEN ") }
+
 // takenError is err as ErrNameTaken, naming the holder, if a script found
-// the name claimed by another, or as ErrBadAnswer if the claim's key holds
-// a value the mirror did not write.
+// the name claimed by another, or as ErrBadAnswer if a key the script read
+// (the claim, say) holds a value the mirror did not write.
 func takenError(err error) error {
-	if holder, ok := strings.CutPrefix(scriptError(err), "TBTAKEN "); ok {
+	if claimedByAnother(err) {
+		holder := strings.TrimPrefix(scriptError(err), "TBTAKEN ")
 		return fmt.Errorf("%w: %s holds it", ErrNameTaken, holderOf(holder))
 	}
 	if err != nil && strings.Contains(err.Error(), "WRONGTYPE") {
-		return fmt.Errorf("%w: the claim on the name is not a tallybloom mirror's: %v", ErrBadAnswer, err)
+		return fmt.Errorf("%w: a key of the name is not a tallybloom mirror's: %v", ErrBadAnswer, err)
 	}
 	return err
 }
