@@ -68,7 +68,7 @@
 //
 // One process writes a name's copies at a time: every script that writes
 // first claims the name ({N}:owner) for its writer's token, for
-// claimTTL after the call, or refuses with ErrNameTaken. An idle Mirror
+// Options.ClaimTTL after the call, or refuses with ErrNameTaken. An idle Mirror
 // renews its claim, and Close gives it up. A second writer of the name
 // waits until the holder closes or its claim expires; without this, two
 // mirrors of different files under one name would each find the other's

@@ -20,7 +20,8 @@ var (
 	// Mirror attached elsewhere or a Push under way. Two writers of one
 	// name would replace each other's copies for ever, each a full copy,
 	// so the second waits: a Mirror tries again, shown in
-	// Stats.LastError, until the holder closes or its claim expires (10 s
-	// after the holder's last call); Push returns the error.
+	// Stats.LastError, until the holder closes or its claim expires
+	// (Options.ClaimTTL after the holder's last call); Push returns the
+	// error.
 	ErrNameTaken = errors.New("mirror: another process writes copies under this name")
 )

@@ -38,13 +38,16 @@ type Options struct {
 	// Backoff is the first wait after a failed call; it doubles up to 5 s.
 	// Default 50 ms.
 	Backoff time.Duration
+	// ClaimTTL is how long the writer's claim on the name outlives its
+	// last call to Redis (see ErrNameTaken): a process killed without
+	// Close holds the name this long, and a writer away from Redis this
+	// long may lose it to another. An idle Mirror renews it three times
+	// in that time. Default 10 s; at least 100 ms.
+	ClaimTTL time.Duration
 
 	// holdBytes is the most a full copy's catch-up reads under one hold of
 	// the filter's lock, a multiple of 64; tests lower it.
 	holdBytes uint64
-	// claimTTL is how long a claim on the name outlives the writer's last
-	// call (see claimTTL); tests lower it.
-	claimTTL time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -70,9 +73,10 @@ func (o *Options) withDefaults() Options {
 	if r.holdBytes == 0 || r.holdBytes%blockBytes != 0 {
 		r.holdBytes = holdBytes
 	}
-	if r.claimTTL <= 0 {
-		r.claimTTL = claimTTL
+	if r.ClaimTTL <= 0 {
+		r.ClaimTTL = claimTTL
 	}
+	r.ClaimTTL = max(r.ClaimTTL, minClaimTTL)
 	return r
 }
 
@@ -166,7 +170,7 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 		return nil, err
 	}
 	o := opts.withDefaults()
-	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, owner: newOwner(o.claimTTL), outline: f.Stats,
+	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, owner: newOwner(o.ClaimTTL), outline: f.Stats,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.acked = sync.NewCond(&m.mu)
@@ -245,7 +249,7 @@ func (m *Mirror) run() {
 		case <-m.stop:
 			return
 		case <-m.wake:
-		case <-time.After(m.opts.claimTTL / 3):
+		case <-time.After(m.opts.ClaimTTL / 3):
 			m.record(m.renew())
 		}
 		for {
@@ -771,7 +775,7 @@ func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 	}
 	o := opts.withDefaults()
 	r = timed{r, o.Timeout}
-	who := newOwner(o.claimTTL)
+	who := newOwner(o.ClaimTTL)
 	defer release(context.WithoutCancel(ctx), r, k, who) // or it expires
 	old, gen, err := writeCopy(ctx, r, k, who, snapshotSource(snap), o, retry{backoff: o.Backoff, attempts: callRetries})
 	if err != nil {

@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// claimTTL is how long a claim on a name outlives its holder's last call,
-// and claimRenew how often an idle Mirror renews it: a process that died
-// without Close holds its name this long at most.
+// claimTTL is how long a claim on a name outlives its holder's last call
+// by default (Options.ClaimTTL), and minClaimTTL the shortest: an idle
+// Mirror renews its claim three times in that time.
 const (
-	claimTTL   = 10 * time.Second
-	claimRenew = claimTTL / 3
+	claimTTL    = 10 * time.Second
+	minClaimTTL = 100 * time.Millisecond
 )
 
 // owner is who writes a name's copies: a token no other process has, and

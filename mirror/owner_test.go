@@ -25,7 +25,7 @@ func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClie
 	const name = "shared"
 	first, _ := filledFilter(t, 2000, 41, 1000)
 	second, _ := filledFilter(t, 2000, 42, 1500)
-	short := &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, claimTTL: 300 * time.Millisecond}
+	short := &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, ClaimTTL: 300 * time.Millisecond}
 	holder, err := Attach(first, r, name, short)
 	require.NoError(t, err)
 	defer holder.Close()
