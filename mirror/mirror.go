@@ -133,8 +133,10 @@ type Mirror struct {
 		// Redis holds (copyAll).
 		gaveUp [][]change
 		stats  Stats
-		acked  *sync.Cond // broadcast when stats.Acked moves, or closed
-		closed bool       // Close is done
+		// lastErr is the last failure, stats.LastError's error.
+		lastErr error
+		acked   *sync.Cond // broadcast when stats.Acked moves, or closed
+		closed  bool       // Close is done
 	}
 	// slab is room for the queued changes' bytes; enqueue's alone.
 	slab slab
@@ -315,6 +317,7 @@ func (m *Mirror) step() (bool, error) {
 func (m *Mirror) record(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.mu.lastErr = err
 	if err != nil {
 		m.mu.stats.LastError = err.Error()
 	} else {
@@ -1261,16 +1264,25 @@ func (m *Mirror) Flush(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for m.mu.stats.Acked < target {
+		// The last failure is wrapped too, so that errors.Is tells, say,
+		// a name another writer holds (ErrNameTaken).
+		last := m.mu.lastErr
+		if last == nil {
+			last = errNone
+		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("mirror: Redis holds sequence %d of %d: %w (last error: %s)", m.mu.stats.Acked, target, err, m.mu.stats.LastError)
+			return fmt.Errorf("mirror: Redis holds sequence %d of %d: %w (last error: %w)", m.mu.stats.Acked, target, err, last)
 		}
 		if m.mu.closed {
-			return fmt.Errorf("%w: Redis holds sequence %d of %d (last error: %s)", ErrClosed, m.mu.stats.Acked, target, m.mu.stats.LastError)
+			return fmt.Errorf("%w: Redis holds sequence %d of %d (last error: %w)", ErrClosed, m.mu.stats.Acked, target, last)
 		}
 		m.mu.acked.Wait()
 	}
 	return nil
 }
+
+// errNone stands in Flush's error for a last failure there was none of.
+var errNone = errors.New("none")
 
 // wakeWaiters wakes Flush calls to look again at their context and the
 // mirror.

@@ -37,7 +37,9 @@ func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClie
 	// Several times the claim's time, all of it idle for the holder.
 	waited, stop := context.WithTimeout(ctx, time.Second)
 	defer stop()
-	assert.ErrorIs(t, waiter.Flush(waited), context.DeadlineExceeded)
+	err = waiter.Flush(waited)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ErrNameTaken, "Flush says why Redis is behind")
 	assert.Contains(t, waiter.Stats().LastError, ErrNameTaken.Error())
 	assert.Contains(t, waiter.Stats().LastError, holderOf(holder.owner.token)+" holds it")
 	assert.Zero(t, waiter.Stats().Recopies)
