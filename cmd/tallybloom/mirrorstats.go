@@ -15,32 +15,24 @@ import (
 // copyJSON is the shape of mirror stats --json: what Redis holds under a
 // name.
 type copyJSON struct {
-	Name         string          `json:"name"`
-	Live         bool            `json:"live"`
-	Generation   uint64          `json:"generation"`
-	Seq          uint64          `json:"seq"`
-	PartBytes    uint64          `json:"part_bytes"`
-	Writer       string          `json:"writer"`
-	WriterForMS  int64           `json:"writer_for_ms"`
-	Pending      uint64          `json:"pending_generation"`
-	Capacity     uint64          `json:"capacity"`
-	ErrorRate    float64         `json:"error_rate"`
-	Tightening   float64         `json:"tightening"`
-	Growth       float64         `json:"growth"`
-	Fixed        bool            `json:"fixed"`
-	CountersOnly bool            `json:"counters_only"`
-	Seed         uint64          `json:"seed"`
+	Name        string `json:"name"`
+	Live        bool   `json:"live"`
+	Generation  uint64 `json:"generation"`
+	Seq         uint64 `json:"seq"`
+	PartBytes   uint64 `json:"part_bytes"`
+	Writer      string `json:"writer"`
+	WriterForMS int64  `json:"writer_for_ms"`
+	Pending     uint64 `json:"pending_generation"`
+	paramsJSON
 	Count        uint64          `json:"count"`
 	CounterBytes uint64          `json:"counter_bytes"`
 	SubFilters   []subFilterJSON `json:"sub_filters"`
 }
 
 func copyOf(name string, d mirror.Description) copyJSON {
-	c := d.Config
 	j := copyJSON{Name: name, Live: d.Live, Generation: d.Generation, Seq: d.Seq, PartBytes: d.PartBytes,
 		Writer: d.Writer, WriterForMS: d.WriterFor.Milliseconds(), Pending: d.Pending,
-		Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth, Fixed: c.Fixed,
-		CountersOnly: c.CountersOnly, Seed: c.Seed, SubFilters: []subFilterJSON{}}
+		paramsJSON: paramsOf(d.Config), SubFilters: []subFilterJSON{}}
 	for _, sub := range d.SubFilters {
 		j.Count += sub.Count
 		j.CounterBytes += sub.Bytes
@@ -107,8 +99,7 @@ func printCopyTo(out io.Writer, c copyJSON) {
 		return
 	}
 	fmt.Fprintf(w, "copy\tgeneration %d at sequence %d, in parts of at most %s\n", c.Generation, c.Seq, bytesText(c.PartBytes))
-	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
-		c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Fixed, c.CountersOnly, c.Seed)
+	fmt.Fprintf(w, "parameters\t%s\n", c.text())
 	fmt.Fprintf(w, "keys\t%d added minus removed\n", c.Count)
 	fmt.Fprintf(w, "counters\t%s in %s\n", bytesText(c.CounterBytes), counted(len(c.SubFilters), "sub-filter"))
 	printSubFiltersTo(w, c.SubFilters)

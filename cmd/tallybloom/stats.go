@@ -13,14 +13,8 @@ import (
 
 // statsJSON is the shape of stats --json.
 type statsJSON struct {
-	File          string          `json:"file"`
-	Capacity      uint64          `json:"capacity"`
-	ErrorRate     float64         `json:"error_rate"`
-	Tightening    float64         `json:"tightening"`
-	Growth        float64         `json:"growth"`
-	Fixed         bool            `json:"fixed"`
-	CountersOnly  bool            `json:"counters_only"`
-	Seed          uint64          `json:"seed"`
+	File string `json:"file"`
+	paramsJSON
 	Count         uint64          `json:"count"`
 	EstimatedKeys float64         `json:"estimated_keys"`
 	MemSeq        uint64          `json:"mem_seq"`
@@ -29,6 +23,28 @@ type statsJSON struct {
 	CounterBytes  uint64          `json:"counter_bytes"`
 	PresenceBytes uint64          `json:"presence_bytes"`
 	SubFilters    []subFilterJSON `json:"sub_filters"`
+}
+
+// paramsJSON are a filter's persisted parameters, in stats --json and
+// mirror stats --json.
+type paramsJSON struct {
+	Capacity     uint64  `json:"capacity"`
+	ErrorRate    float64 `json:"error_rate"`
+	Tightening   float64 `json:"tightening"`
+	Growth       float64 `json:"growth"`
+	Fixed        bool    `json:"fixed"`
+	CountersOnly bool    `json:"counters_only"`
+	Seed         uint64  `json:"seed"`
+}
+
+func paramsOf(c engine.Config) paramsJSON {
+	return paramsJSON{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth,
+		Fixed: c.Fixed, CountersOnly: c.CountersOnly, Seed: c.Seed}
+}
+
+func (p paramsJSON) text() string {
+	return fmt.Sprintf("capacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x",
+		p.Capacity, p.ErrorRate, p.Tightening, p.Growth, p.Fixed, p.CountersOnly, p.Seed)
 }
 
 type subFilterJSON struct {
@@ -48,8 +64,7 @@ type subFilterJSON struct {
 
 func statsOf(path string, s engine.Stats) statsJSON {
 	j := statsJSON{
-		File: path, Capacity: s.Config.Capacity, ErrorRate: s.Config.ErrorRate, Tightening: s.Config.Tightening,
-		Growth: s.Config.Growth, Fixed: s.Config.Fixed, CountersOnly: s.Config.CountersOnly, Seed: s.Config.Seed, Count: s.Count,
+		File: path, paramsJSON: paramsOf(s.Config), Count: s.Count,
 		EstimatedKeys: s.EstimatedKeys, MemSeq: s.MemSeq, DiskSeq: s.DiskSeq, State: "clean",
 		CounterBytes: s.CounterBytes, PresenceBytes: s.PresenceBytes, SubFilters: []subFilterJSON{},
 	}
@@ -100,8 +115,7 @@ func printStatsTo(out io.Writer, s statsJSON) {
 	defer w.Flush()
 	fmt.Fprintf(w, "file\t%s\n", s.File)
 	fmt.Fprintf(w, "state\t%s (memory sequence %d, durable sequence %d)\n", s.State, s.MemSeq, s.DiskSeq)
-	fmt.Fprintf(w, "parameters\tcapacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
-		s.Capacity, s.ErrorRate, s.Tightening, s.Growth, s.Fixed, s.CountersOnly, s.Seed)
+	fmt.Fprintf(w, "parameters\t%s\n", s.text())
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
 	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), counted(len(s.SubFilters), "sub-filter"), bytesText(s.PresenceBytes))
 	printSubFiltersTo(w, s.SubFilters)
