@@ -13,6 +13,9 @@ var (
 	// ErrInvalidName: a filter name that cannot be a hash tag.
 	ErrInvalidName = errors.New("mirror: invalid filter name")
 
+	// ErrInvalidOptions: Options that cannot be used (Options.Validate).
+	ErrInvalidOptions = errors.New("mirror: invalid options")
+
 	// ErrClosed: a call on a closed Mirror.
 	ErrClosed = errors.New("mirror: closed")
 

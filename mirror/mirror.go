@@ -12,7 +12,8 @@ import (
 	"github.com/tallybloom/tallybloom/engine"
 )
 
-// Options tune a Mirror. A nil *Options means every default.
+// Options tune a Mirror. A nil *Options, or a zero field, means the
+// default; Validate says what else cannot be used.
 type Options struct {
 	// MaxQueue is the number of changes queued for Redis before the mirror
 	// gives up on them and makes a full copy instead. From then on it marks
@@ -26,8 +27,8 @@ type Options struct {
 	MaxQueue int
 	// BatchSize is the number of changes one script applies. Default 512.
 	BatchSize int
-	// PartBytes is the largest counter string, a multiple of 64. Default
-	// 256 MiB, well below Redis's 512 MB limit. A copy that starts from
+	// PartBytes is the largest counter string, a multiple of 64 up to
+	// Redis's limit of 512 MiB. Default 256 MiB. A copy that starts from
 	// the one Redis holds copies it inside Redis a part at a time, and
 	// Redis answers nothing else meanwhile (about 0.2 s for 256 MiB on a
 	// small machine): checkers that cannot wait that long want smaller
@@ -55,29 +56,63 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	if r.MaxQueue <= 0 {
+	if r.MaxQueue == 0 {
 		r.MaxQueue = 1_000_000
 	}
-	if r.BatchSize <= 0 {
+	if r.BatchSize == 0 {
 		r.BatchSize = 512
 	}
-	if r.PartBytes == 0 || r.PartBytes%64 != 0 {
+	if r.PartBytes == 0 {
 		r.PartBytes = 256 << 20
 	}
-	if r.Timeout <= 0 {
+	if r.Timeout == 0 {
 		r.Timeout = 5 * time.Second
 	}
-	if r.Backoff <= 0 {
+	if r.Backoff == 0 {
 		r.Backoff = 50 * time.Millisecond
 	}
 	if r.holdBytes == 0 || r.holdBytes%blockBytes != 0 {
 		r.holdBytes = holdBytes
 	}
-	if r.ClaimTTL <= 0 {
+	if r.ClaimTTL == 0 {
 		r.ClaimTTL = claimTTL
 	}
-	r.ClaimTTL = max(r.ClaimTTL, minClaimTTL)
 	return r
+}
+
+// maxPartBytes is the longest string Redis holds.
+const maxPartBytes = 512 << 20
+
+// Validate reports every problem with o at once: a negative count or
+// duration, parts that are not whole blocks or longer than Redis holds, a
+// claim too short to be renewed.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...))
+	}
+	if o.MaxQueue < 0 {
+		bad("MaxQueue %d is negative", o.MaxQueue)
+	}
+	if o.BatchSize < 0 {
+		bad("BatchSize %d is negative", o.BatchSize)
+	}
+	if o.PartBytes%64 != 0 || o.PartBytes > maxPartBytes {
+		bad("PartBytes %d is not a multiple of 64 up to %d", o.PartBytes, uint64(maxPartBytes))
+	}
+	if o.Timeout < 0 {
+		bad("Timeout %v is negative", o.Timeout)
+	}
+	if o.Backoff < 0 {
+		bad("Backoff %v is negative", o.Backoff)
+	}
+	if o.ClaimTTL < 0 || o.ClaimTTL > 0 && o.ClaimTTL < minClaimTTL {
+		bad("ClaimTTL %v is under %v", o.ClaimTTL, minClaimTTL)
+	}
+	return errors.Join(errs...)
 }
 
 // Stats describe a Mirror at one moment.
@@ -169,6 +204,9 @@ type Mirror struct {
 func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, error) {
 	k, err := newKeys(name)
 	if err != nil {
+		return nil, err
+	}
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	o := opts.withDefaults()
@@ -770,6 +808,9 @@ func sameSubFilters(a, b []engine.SubFilterStats) bool {
 func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) (seq uint64, err error) {
 	k, err := newKeys(name)
 	if err != nil {
+		return 0, err
+	}
+	if err := opts.Validate(); err != nil {
 		return 0, err
 	}
 	snap, err := f.Snapshot()

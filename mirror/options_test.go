@@ -1,21 +1,54 @@
 package mirror
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
 )
 
-// A claim lasts 10 s unless the options say otherwise, and never less than
-// minClaimTTL, which an idle mirror could not renew in time.
-func TestClaimTTLOption(t *testing.T) {
-	assert.Equal(t, 10*time.Second, (*Options)(nil).withDefaults().ClaimTTL)
-	assert.Equal(t, 2*time.Second, (&Options{ClaimTTL: 2 * time.Second}).withDefaults().ClaimTTL)
-	assert.Equal(t, minClaimTTL, (&Options{ClaimTTL: time.Millisecond}).withDefaults().ClaimTTL)
+// Zero options take their defaults; others are used as given.
+func TestOptionsDefaults(t *testing.T) {
+	d := (*Options)(nil).withDefaults()
+	assert.Equal(t, [6]int64{1_000_000, 512, 256 << 20, int64(5 * time.Second), int64(50 * time.Millisecond), int64(10 * time.Second)},
+		[6]int64{int64(d.MaxQueue), int64(d.BatchSize), int64(d.PartBytes), int64(d.Timeout), int64(d.Backoff), int64(d.ClaimTTL)})
+	o := Options{MaxQueue: 7, BatchSize: 3, PartBytes: 4096, Timeout: time.Second, Backoff: time.Millisecond, ClaimTTL: 2 * time.Second}
+	require.NoError(t, o.Validate())
+	d = o.withDefaults()
+	d.holdBytes = 0
+	assert.Equal(t, o, d)
+}
+
+// Validate reports every problem at once, each ErrInvalidOptions; Attach
+// and Push refuse such options before they touch the filter or Redis.
+func TestOptionsValidate(t *testing.T) {
+	assert.NoError(t, (*Options)(nil).Validate())
+	assert.NoError(t, (&Options{}).Validate())
+	assert.NoError(t, (&Options{PartBytes: maxPartBytes, ClaimTTL: minClaimTTL}).Validate())
+	bad := &Options{MaxQueue: -1, BatchSize: -1, PartBytes: 100, Timeout: -time.Second, Backoff: -time.Second, ClaimTTL: time.Millisecond}
+	err := bad.Validate()
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	for _, field := range []string{"MaxQueue", "BatchSize", "PartBytes", "Timeout", "Backoff", "ClaimTTL"} {
+		assert.ErrorContains(t, err, field)
+	}
+	assert.ErrorIs(t, (&Options{PartBytes: maxPartBytes + 64}).Validate(), ErrInvalidOptions)
+	assert.ErrorIs(t, (&Options{ClaimTTL: -time.Second}).Validate(), ErrInvalidOptions)
+
+	f, err := engine.Create(filepath.Join(t.TempDir(), "f.tb"), engine.Config{Capacity: 100, ErrorRate: 0.01}, nil)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = Attach(f, nil, "name", bad)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	_, err = Push(context.Background(), f, nil, "name", bad)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
 }
 
 // A writer's token names its host and process, which ErrNameTaken shows,

@@ -11,8 +11,8 @@ import (
 )
 
 // claimTTL is how long a claim on a name outlives its holder's last call
-// by default (Options.ClaimTTL), and minClaimTTL the shortest: an idle
-// Mirror renews its claim three times in that time.
+// by default (Options.ClaimTTL), and minClaimTTL the shortest allowed: an
+// idle Mirror renews its claim three times in that time.
 const (
 	claimTTL    = 10 * time.Second
 	minClaimTTL = 100 * time.Millisecond
