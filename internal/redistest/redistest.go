@@ -47,37 +47,63 @@ func RequireRedisServer(t testing.TB) {
 	}
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // StartServer starts a server with extra redis-server arguments.
 func StartServer(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	RequireRedisServer(t)
-	s := &Server{t: t, port: freePort(t)}
-	s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--protected-mode", "no"}, extra...)
-	s.start()
+	s, err := launch(t.TempDir(), extra)
+	require.NoError(t, err)
+	s.t = t
 	t.Cleanup(s.Kill)
 	return s
 }
 
-func (s *Server) start() {
+// Launch starts a server outside any one test, for a TestMain, in dir;
+// the caller kills it.
+func Launch(dir string, extra ...string) (*Server, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, err
+	}
+	return launch(dir, extra)
+}
+
+func launch(dir string, extra []string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{port: port}
+	s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--protected-mode", "no"}, extra...)
+	return s, s.start()
+}
+
+func (s *Server) start() error {
 	s.cmd = exec.Command("redis-server", s.args...)
-	require.NoError(s.t, s.cmd.Start())
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), TLSConfig: s.tls})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	// Any answer, NOAUTH included, means the server is up.
 	for err := c.Ping(context.Background()).Err(); err != nil && !strings.Contains(err.Error(), "NOAUTH"); err = c.Ping(context.Background()).Err() {
-		require.True(s.t, time.Now().Before(deadline), "redis-server on %s did not answer", s.Addr())
+		if time.Now().After(deadline) {
+			s.Kill()
+			return fmt.Errorf("redis-server on %s did not answer: %w", s.Addr(), err)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return nil
 }
 
 // StartTLSServer starts a server that speaks TLS only, with a self-signed
@@ -88,10 +114,12 @@ func StartTLSServer(t testing.TB, extra ...string) *Server {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	selfSigned(t, certFile, keyFile)
-	s := &Server{t: t, port: freePort(t), tls: &tls.Config{InsecureSkipVerify: true}}
+	port, err := freePort()
+	require.NoError(t, err)
+	s := &Server{t: t, port: port, tls: &tls.Config{InsecureSkipVerify: true}}
 	s.args = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile, "--tls-auth-clients", "no"}, extra...)
-	s.start()
+	require.NoError(t, s.start())
 	t.Cleanup(s.Kill)
 	return s
 }
@@ -131,7 +159,7 @@ func (s *Server) Kill() {
 // Restart kills the server and starts it again, empty.
 func (s *Server) Restart() {
 	s.Kill()
-	s.start()
+	require.NoError(s.t, s.start())
 }
 
 // Pause stops the server's process without ending it; Resume goes on.
