@@ -69,7 +69,9 @@
 // One process writes a name's copies at a time: every script that writes
 // first claims the name ({N}:owner) for its writer's token, for
 // Options.ClaimTTL after the call, or refuses with ErrNameTaken. An idle Mirror
-// renews its claim, and Close gives it up. A second writer of the name
+// renews its claim, and Close gives it up; so does a Pusher, which holds
+// the name between the copies it pushes, where Push holds it only while
+// it runs. A second writer of the name
 // waits until the holder closes or its claim expires; without this, two
 // mirrors of different files under one name would each find the other's
 // copy live and copy in full again, for ever. Should two copies meet all

@@ -801,40 +801,6 @@ func sameSubFilters(a, b []engine.SubFilterStats) bool {
 	return slices.EqualFunc(a, b, sameSubFilter)
 }
 
-// Push writes a full copy of f into Redis under name, replacing what is
-// there, in one switch: checkers see the old copy or the new. The copy is
-// f's Snapshot, exact at one sequence, which Push returns: a writer may
-// have changed f since the caller last looked.
-func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) (seq uint64, err error) {
-	k, err := newKeys(name)
-	if err != nil {
-		return 0, err
-	}
-	if err := opts.Validate(); err != nil {
-		return 0, err
-	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		return 0, err
-	}
-	o := opts.withDefaults()
-	r = timed{r, o.Timeout}
-	who := newOwner(o.ClaimTTL)
-	defer release(context.WithoutCancel(ctx), r, k, who) // or it expires
-	old, gen, err := writeCopy(ctx, r, k, who, snapshotSource(snap), o, retry{backoff: o.Backoff, attempts: callRetries})
-	if err != nil {
-		return 0, err
-	}
-	err = switchCopy(ctx, r, k, who, old, gen, snap.MemSeq())
-	if errors.Is(err, errReplaced) {
-		return 0, errors.Join(err, discardCopy(ctx, r, k, gen, o.PartBytes, snap.SubFilters()))
-	}
-	if err != nil {
-		return 0, err
-	}
-	return snap.MemSeq(), nil
-}
-
 // copySource is what a full copy is written from: a filter's parameters,
 // the sequence the copy starts at, its sub-filters with their tallies at
 // that sequence, and their counters, read a span at a time.
@@ -1358,10 +1324,8 @@ func (m *Mirror) Close() error {
 	m.cancel()
 	<-m.done
 	// The name is free at once for the next writer, a restart of this one
-	// say; if Redis cannot be told, the claim expires.
-	ctx, cancel := context.WithTimeout(context.Background(), min(m.opts.Timeout, time.Second))
-	_ = release(ctx, m.r, m.keys, m.owner)
-	cancel()
+	// say.
+	release(m.r, m.keys, m.owner, m.opts.Timeout)
 	m.mu.Lock()
 	m.mu.closed = true
 	m.mu.Unlock()

@@ -69,11 +69,13 @@ func claim(ctx context.Context, r Redis, k keys, o owner) error {
 	return nil
 }
 
-// release gives k's name up, if o still holds it; a failure leaves the
-// claim to expire.
-func release(ctx context.Context, r Redis, k keys, o owner) error {
-	_, err := r.Eval(ctx, releaseScript, false, []string{k.owner()}, o.token)
-	return err
+// release gives k's name up, if o still holds it, waiting for Redis a
+// second at most (less if timeout is shorter): a writer that stops should
+// not hang on a Redis gone away, and a claim Redis is not told of expires.
+func release(r Redis, k keys, o owner, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, time.Second))
+	defer cancel()
+	_, _ = r.Eval(ctx, releaseScript, false, []string{k.owner()}, o.token)
 }
 
 // claimedByAnother reports that err is a script's refusal to write under a

@@ -173,3 +173,52 @@ func testDescribe(t *testing.T, r Redis, raw redis.UniversalClient) {
 	_, err = Describe(ctx, r, "foreign")
 	assert.ErrorIs(t, err, ErrBadAnswer)
 }
+
+// TestPusherHoldsTheNameBetweenPushes: a Pusher keeps its claim while it
+// waits between pushes, so another writer is refused all that time, and
+// gives it up at Close.
+func TestPusherHoldsTheNameBetweenPushes(t *testing.T) {
+	eachRedisRaw(t, testPusherHoldsTheNameBetweenPushes)
+}
+
+func testPusherHoldsTheNameBetweenPushes(t *testing.T, r Redis, raw redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "pushed"
+	mine, _ := filledFilter(t, 2000, 46, 1000)
+	other, _ := filledFilter(t, 2000, 47, 1500)
+	p, err := NewPusher(r, name, &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, ClaimTTL: 300 * time.Millisecond})
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Push(ctx, mine)
+	require.NoError(t, err)
+
+	time.Sleep(time.Second) // several times the claim's time, between pushes
+	_, err = Push(ctx, other, r, name, smallParts)
+	assert.ErrorIs(t, err, ErrNameTaken)
+	seq, err := p.Push(ctx, mine)
+	require.NoError(t, err)
+	assert.Equal(t, mine.Stats().MemSeq, seq)
+	requireSame(t, ctx, r, name, mine)
+	held, err := p.Holds(ctx, seq)
+	require.NoError(t, err)
+	assert.True(t, held, "Redis holds the last copy at its sequence")
+	held, _ = p.Holds(ctx, seq+1)
+	assert.False(t, held, "a filter changed since")
+
+	require.NoError(t, p.Close())
+	assert.Zero(t, raw.Exists(ctx, keys{name}.owner()).Val(), "Close gives the name up")
+	_, err = p.Push(ctx, mine)
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = Push(ctx, other, r, name, smallParts)
+	require.NoError(t, err)
+	requireSame(t, ctx, r, name, other)
+	for _, at := range []uint64{seq, other.Stats().MemSeq} {
+		held, _ = p.Holds(ctx, at)
+		assert.False(t, held, "another writer's copy, at %d", at)
+	}
+	require.NoError(t, raw.Del(ctx, keys{name}.meta()).Err())
+	held, err = p.Holds(ctx, seq)
+	assert.NoError(t, err)
+	assert.False(t, held, "Redis lost the copy")
+}

@@ -262,3 +262,42 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no copy of the filter in Redis")
 }
+
+// Two mirror push --follow of different files under one name do not take
+// turns: the second waits, saying who holds the name, until the first
+// stops.
+func TestTwoFollowersDoNotTakeTurns(t *testing.T) {
+	s := redistest.StartServer(t)
+	remote := []string{"--redis", s.URL(), "--name", "followed"}
+	follow := func(key string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+		path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+		_, errOut, code := tallybloom(t, "add", path, "--id", "1", key)
+		require.Equal(t, 0, code, errOut)
+		cmd := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
+		var out, errs syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, &out, &errs
+	}
+	present := func(key string) string {
+		out, _, _ := tallybloom(t, append(append([]string{"check"}, remote...), key)...)
+		return out
+	}
+
+	first, firstOut, firstErr := follow("first-key")
+	require.Eventually(t, func() bool { return strings.Contains(firstOut.String(), "pushed ") }, 10*time.Second, 20*time.Millisecond, firstErr.String())
+	second, secondOut, secondErr := follow("second-key")
+	require.Eventually(t, func() bool { return strings.Contains(secondErr.String(), " holds it") }, 10*time.Second, 20*time.Millisecond, secondErr.String())
+	time.Sleep(300 * time.Millisecond) // six of the followers' rounds
+	assert.NotContains(t, secondOut.String(), "pushed ")
+	assert.Equal(t, 1, strings.Count(firstOut.String(), "pushed "), "the first never copies again")
+	assert.Equal(t, "present\tfirst-key\n", present("first-key"))
+
+	require.NoError(t, first.Process.Signal(syscall.SIGINT))
+	require.NoError(t, first.Wait())
+	require.Eventually(t, func() bool { return strings.Contains(secondOut.String(), "pushed ") }, 10*time.Second, 20*time.Millisecond, secondErr.String())
+	assert.Equal(t, "present\tsecond-key\n", present("second-key"))
+	require.NoError(t, second.Process.Signal(syscall.SIGINT))
+	require.NoError(t, second.Wait())
+}

@@ -75,14 +75,6 @@ func mirrorCommand() *cobra.Command {
 	return cmd
 }
 
-// holds reports whether Redis holds the copy of name at sequence seq; it
-// does not when Redis lost the copy, cannot be read, or holds another
-// sequence.
-func holds(ctx context.Context, client mirror.Redis, name string, seq uint64) bool {
-	c, err := mirror.NewChecker(ctx, client, name)
-	return err == nil && c.Seq() == seq
-}
-
 func mirrorPushCommand() *cobra.Command {
 	var remote redisFlags
 	var follow bool
@@ -98,9 +90,9 @@ keep going: copy again whenever the file and the copy in Redis differ (the
 file changed, or Redis lost the copy), until interrupted; a copy that fails
 (Redis away, a writer that does not pause) is reported on standard error and
 tried again. A name another process writes copies under (a mirror attached
-to its file, another push) is refused, or waited for with --follow. A
-process that owns the file ships its changes one by one instead
-(mirror.Attach).`,
+to its file, another push) is refused, or waited for with --follow; a
+follower holds the name until it stops. A process that owns the file ships
+its changes one by one instead (mirror.Attach).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()
@@ -115,9 +107,16 @@ process that owns the file ships its changes one by one instead
 				return err
 			}
 			defer f.Close()
+			// Following, the name stays claimed between pushes, so that no
+			// other writer copies under it meanwhile.
+			pusher, err := mirror.NewPusher(client, remote.name, nil)
+			if err != nil {
+				return err
+			}
+			defer pusher.Close()
 			for first := true; ; first = false {
-				if first || !holds(ctx, client, remote.name, f.Stats().MemSeq) {
-					seq, err := mirror.Push(ctx, f, client, remote.name, nil)
+				if held, _ := pusher.Holds(ctx, f.Stats().MemSeq); first || !held {
+					seq, err := pusher.Push(ctx, f)
 					switch {
 					case err == nil:
 						fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
