@@ -44,7 +44,8 @@ type Pusher struct {
 
 // NewPusher starts holding name for pushes: it claims the name at once and
 // every third of Options.ClaimTTL after, while Redis answers and no other
-// writer holds it; a push says when one does (ErrNameTaken).
+// writer holds it; a push says when one does (ErrNameTaken). It holds the
+// name until Close, which must be called.
 func NewPusher(r Redis, name string, opts *Options) (*Pusher, error) {
 	p, err := newPusher(r, name, opts)
 	if err != nil {
