@@ -114,8 +114,14 @@ its changes one by one instead (mirror.Attach).`,
 				return err
 			}
 			defer pusher.Close()
+			// Redis holds the file as it is now: the copy this pusher made
+			// last, at the file's sequence. Unknown (Redis away) is no.
+			current := func() bool {
+				held, _ := pusher.Holds(ctx, f.Stats().MemSeq)
+				return held
+			}
 			for first := true; ; first = false {
-				if held, _ := pusher.Holds(ctx, f.Stats().MemSeq); first || !held {
+				if first || !current() {
 					seq, err := pusher.Push(ctx, f)
 					switch {
 					case err == nil:
