@@ -23,6 +23,7 @@ const (
 	siteDirectoryWritten crashSite = iota // a directory slot is written, nothing committed
 	siteSealed                            // the undo record is sealed, counters not yet written
 	siteWritten                           // every write is done, not yet committed
+	siteAnnounced                         // the new directory is announced to readers, not yet committed
 	siteCommitted                         // committed; retired room not yet given back
 )
 
@@ -63,19 +64,29 @@ func (f *Filter) commitLocked() error {
 	// inside it, where a kill exercises recovery.)
 	checkInvariants(f)
 	crashPoint(f, siteWritten)
+	if !f.unjournaled && !c.sealed {
+		f.journal.Begin()
+		f.journal.Seal()
+		crashPoint(f, siteSealed)
+	}
+	gen := f.journal.MemSeq() + 1 // the change's sequence: its directory's generation
+	if c.published {
+		// Readers in other processes watch the directory sequence. It is
+		// announced before the commit, so that a process that dies
+		// between the two never leaves readers blind to a directory it
+		// committed: a reader that looks before the commit finds the
+		// directory not yet live and waits for the memory sequence to move
+		// (see current), and the next writer's Open takes back an
+		// announcement whose change never committed.
+		atomic.StoreUint64(f.dirSeq, gen)
+		crashPoint(f, siteAnnounced)
+	}
 	if !f.unjournaled {
-		if !c.sealed {
-			f.journal.Begin()
-			f.journal.Seal()
-			crashPoint(f, siteSealed)
-		}
 		f.journal.Commit()
 	}
 	crashPoint(f, siteCommitted)
 	if c.published {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
-		gen := f.journal.MemSeq()
-		atomic.StoreUint64(f.dirSeq, gen) // readers in other processes watch it
 		f.seenDirSeq.Store(gen)
 	}
 	f.publishLocked(&c)

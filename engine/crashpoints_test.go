@@ -84,7 +84,7 @@ func testEveryCrashPoint(t *testing.T, c uint64) {
 	more := func(f *Filter) error {
 		return errors.Join(f.Remove(key(2*c+20), 2*c+20), f.Add(key(20_000), 2*c+25))
 	}
-	sites := map[crashSite]string{siteDirectoryWritten: "directory written", siteSealed: "sealed", siteWritten: "written", siteCommitted: "committed"}
+	sites := map[crashSite]string{siteDirectoryWritten: "directory written", siteSealed: "sealed", siteWritten: "written", siteAnnounced: "announced", siteCommitted: "committed"}
 	cases := 0
 	for _, op := range ops {
 		for site, siteName := range sites {
@@ -101,6 +101,65 @@ func testEveryCrashPoint(t *testing.T, c uint64) {
 	}
 	t.Logf("%d crash points", cases)
 	require.Positive(t, cases)
+}
+
+// TestReaderSeesWhatADeadWriterCommitted stops an add that opens a
+// sub-filter just before and just after its commit, as a kill there
+// would, with a reader open on the file. The reader must hold the key if
+// the add committed and not otherwise, must not look for the directory
+// again at every lookup while no writer runs, and must follow the next
+// writer: its Open, and a sub-filter it opens.
+func TestReaderSeesWhatADeadWriterCommitted(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		site      crashSite
+		committed bool
+	}{{"announced", siteAnnounced, false}, {"committed", siteCommitted, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			path := tempPath(t)
+			f, err := Create(path, Config{Capacity: 400, ErrorRate: 0.01, Growth: 1, Seed: 3}, bootOf(1))
+			require.NoError(t, err)
+			for i := range uint64(400) {
+				require.NoError(t, f.Add(key(i), i))
+			}
+			readOnly := bootOf(1)
+			readOnly.ReadOnly = true
+			r, err := Open(path, readOnly)
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close() })
+			added, later := key(1_000_000), key(1_000_001)
+			require.False(t, r.Contains(added))
+			require.False(t, r.Contains(later))
+
+			f.crash.at = func(s crashSite) {
+				if s == c.site {
+					panic(crashed{s})
+				}
+			}
+			require.PanicsWithValue(t, crashed{c.site}, func() { _ = f.Add(added, 400) })
+			abandon(t, f)
+
+			require.Equal(t, c.committed, r.Contains(added), "the reader after the writer died")
+			reloads := r.reloads.Load()
+			for range 100 {
+				require.Equal(t, c.committed, r.Contains(added))
+			}
+			require.Equal(t, reloads, r.reloads.Load(), "lookups while no writer runs look for the directory again")
+
+			g, err := Open(path, bootOf(1))
+			require.NoError(t, err)
+			t.Cleanup(func() { g.Close() })
+			require.Equal(t, c.committed, g.Contains(added))
+			require.Equal(t, c.committed, r.Contains(added), "the reader after the next writer's Open")
+			require.Len(t, r.Stats().SubFilters, len(g.Stats().SubFilters))
+
+			// A key with a newer id than any: if the stopped add opened no
+			// sub-filter, this one does.
+			require.NoError(t, g.Add(later, 500))
+			require.True(t, r.Contains(later), "the reader after the next writer's add")
+			require.Len(t, r.Stats().SubFilters, 2)
+		})
+	}
 }
 
 // stopAndRecover runs op on a copy of base, stopped at the n-th time it

@@ -34,7 +34,7 @@ type Filter struct {
 	header  *mmapfile.Region
 	page0   []byte // the first page of the header mapping
 	journal *seqno.Journal
-	dirSeq  *uint64 // in page 0: generation of the live directory
+	dirSeq  *uint64 // in page 0: generation of the newest directory announced
 	chain   *scaling.Chain
 
 	// unjournaled turns the undo record and sequence bump off; only
@@ -51,6 +51,13 @@ type Filter struct {
 	// seenDirSeq is the directory generation this process last loaded; a
 	// reader reloads when the file's differs.
 	seenDirSeq atomic.Uint64
+	// early is, for a reader, a directory sequence its last reload found
+	// announced ahead of the memory sequence, and that sequence (see
+	// announcedEarly); dirSeq 0 is none. reloads counts reloads, for tests.
+	early struct {
+		dirSeq, memSeq atomic.Uint64
+	}
+	reloads atomic.Uint64
 
 	// mu serializes changes, Flush, Close and a reader's reload.
 	mu struct {

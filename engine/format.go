@@ -21,7 +21,7 @@ import (
 //	page 0  +-------------------------------------------------------------+
 //	        | superblock       0..128   immutable, checksummed            |
 //	        | state          256..292   seqno.State: dirty, durable seq   |
-//	        | dir seq        512..520   generation of the live directory  |
+//	        | dir seq        512..520   newest directory announced        |
 //	        | journal       1024..1344  seqno journal: mem seq, undo      |
 //	        | tallies       2048..4096  64 x 32 bytes, one per level      |
 //	page 1  | directory slot A                                            |

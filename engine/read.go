@@ -67,15 +67,26 @@ func (f *Filter) hashGroup(keys [][]byte, hashes *[batchGroup]counting.Hash) []c
 }
 
 // current reports whether the filter is open and, for a reader, brings its
-// view of the directory up to date with the writer's. The check is one load.
+// view of the directory up to date with the writer's. The check is one load
+// while the directory stays as it is.
 func (f *Filter) current() bool {
 	if f.closed.Load() {
 		return false
 	}
-	if f.readOnly && atomic.LoadUint64(f.dirSeq) != f.seenDirSeq.Load() {
-		f.reload()
+	if f.readOnly {
+		if d := atomic.LoadUint64(f.dirSeq); d != f.seenDirSeq.Load() && !f.announcedEarly(d) {
+			f.reload()
+		}
 	}
 	return true
+}
+
+// announcedEarly reports that dirSeq is a directory the last reload found
+// announced but not committed, and that no change has committed since: the
+// writer is committing it, or died before it could. Looking again would
+// find the same, so a lookup does not, until the memory sequence moves.
+func (f *Filter) announcedEarly(dirSeq uint64) bool {
+	return dirSeq == f.early.dirSeq.Load() && f.journal.MemSeq() == f.early.memSeq.Load()
 }
 
 // reload follows a directory the writer changed. A failure keeps the old
@@ -83,10 +94,18 @@ func (f *Filter) current() bool {
 func (f *Filter) reload() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed.Load() || atomic.LoadUint64(f.dirSeq) == f.seenDirSeq.Load() {
+	f.reloads.Add(1)
+	dirSeq := atomic.LoadUint64(f.dirSeq)
+	if f.closed.Load() || dirSeq == f.seenDirSeq.Load() {
 		return
 	}
-	_ = f.followLocked(f.journal.MemSeq())
+	memSeq := f.journal.MemSeq()
+	if f.followLocked(memSeq) == nil && f.seenDirSeq.Load() != dirSeq {
+		// The memory sequence first, so that announcedEarly never pairs
+		// this announcement with a sequence it was not seen at.
+		f.early.memSeq.Store(memSeq)
+		f.early.dirSeq.Store(dirSeq)
+	}
 }
 
 // followLocked brings a reader's view to the directory that is live at
