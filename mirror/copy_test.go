@@ -667,6 +667,31 @@ func TestFlushEndsWithClose(t *testing.T) {
 	assert.ErrorIs(t, m.Flush(ctx), ErrClosed)
 }
 
+// TestFlushAfterCloseIsNotCancelled: the call Close cuts short is the
+// mirror's own doing, not a failure. A Flush after Close says ErrClosed,
+// and not that call's context.Canceled, which its caller would take for
+// its own context's.
+func TestFlushAfterCloseIsNotCancelled(t *testing.T) {
+	s := redistest.StartServer(t)
+	calling := make(chan struct{})
+	var once sync.Once
+	r := callHook{dial(t, s.URL(), false), func(*Script, []string) { once.Do(func() { close(calling) }) }}
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 21})
+	require.NoError(t, f.Add(key(1), 1))
+	s.Pause()
+	defer s.Resume()
+	m, err := Attach(f, r, "paused", &Options{Timeout: time.Minute})
+	require.NoError(t, err)
+	<-calling // the mirror's first call, which Redis will not answer
+	require.NoError(t, m.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = m.Flush(ctx)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.NotErrorIs(t, err, context.Canceled)
+	assert.NotContains(t, m.Stats().LastError, "canceled")
+}
+
 // peakHeap runs fn and reports by how much the heap in use grew above
 // where it was, at most, sampled every millisecond.
 func peakHeap(fn func()) uint64 {

@@ -352,7 +352,14 @@ func (m *Mirror) step() (bool, error) {
 	return true, m.ship(batch)
 }
 
+// record makes err the mirror's last failure (Stats.LastError), or clears
+// it when err is nil.
 func (m *Mirror) record(err error) {
+	if err != nil && m.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Close cut the call short: the mirror's own doing, not a
+		// failure, and a caller would take it for its own context's.
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mu.lastErr = err
