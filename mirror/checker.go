@@ -134,7 +134,7 @@ func (c *Checker) read(ctx context.Context, v *view, keys [][]byte) ([]bool, err
 		if strings.HasPrefix(scriptError(err), "TBGEN") {
 			return nil, errGenChanged
 		}
-		return nil, fmt.Errorf("mirror: reading the copy: %w", err)
+		return nil, readError(err)
 	}
 	ranges, ok := answer.([]any)
 	if !ok || len(ranges) != len(keys)*len(subs) {

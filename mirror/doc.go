@@ -18,6 +18,18 @@
 // Redis's 512 MB string limit). gen names the live copy; seq is the
 // sequence of the last change it holds.
 //
+// The batch that ships a change opening a sub-filter makes its parts one
+// zero byte long, and the mirror then fills each to its length with a
+// call of its own, before the batch counts as held: Redis is held for one
+// part's zeroing at a time, never for a whole new sub-filter's, which for
+// a sub-filter of gigabytes would take seconds. Until filled, a part reads
+// as zeros past its end, which it is. A part that is gone, evicted by a
+// Redis whose maxmemory-policy evicts keys without an expiry or deleted
+// by hand, is never read as zeros: checks return ErrPartLost, and a batch
+// that would write into it writes nothing and makes the mirror write a
+// full copy. Run Redis with maxmemory-policy noeviction, or a volatile-
+// policy: the copy's keys have no expiry.
+//
 // # Shipping
 //
 // A Mirror attached to an engine.Filter receives every committed change

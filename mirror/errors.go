@@ -1,6 +1,10 @@
 package mirror
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 var (
 	// ErrNotMirrored: Redis holds no copy of the filter under that name.
@@ -27,4 +31,37 @@ var (
 	// (Options.ClaimTTL after the holder's last call); Push returns the
 	// error.
 	ErrNameTaken = errors.New("mirror: another process writes copies under this name")
+
+	// ErrPartLost: a part of the copy's counters is gone from Redis:
+	// evicted by a Redis whose maxmemory-policy evicts keys that have no
+	// expiry (allkeys-lru, say; run it with noeviction or a volatile-
+	// policy), or deleted by hand. Checks return it rather than read the
+	// part as zeros, which would say keys the filter holds are absent; the
+	// writer's mirror, finding it, writes a full copy.
+	ErrPartLost = errors.New("mirror: Redis lost a part of the copy")
 )
+
+// partLost is ErrPartLost naming the part, from a script's TBPART.
+func partLost(part string) error {
+	return fmt.Errorf("%w: %s is gone (evicted, or deleted)", ErrPartLost, part)
+}
+
+// readError is err, from reading the live copy, as ErrPartLost if a part
+// the read needed is gone.
+func readError(err error) error {
+	if part, ok := strings.CutPrefix(scriptError(err), "TBPART "); ok {
+		return partLost(part)
+	}
+	return fmt.Errorf("mirror: reading the copy: %w", err)
+}
+
+// errShortPart: a part of the copy holds fewer bytes than the copy says.
+// A batch makes a sub-filter's parts one byte long and the writer fills
+// them at once (see applyOps), so a read is made again a few times; after
+// that, a copy that does not hold what it claims is a bad answer.
+var errShortPart = fmt.Errorf("%w: a part of the copy is shorter than the copy says", ErrBadAnswer)
+
+// readAgain reports whether a read of the whole copy (Pull, Restore) is
+// made again after err: another copy became live, or a part is not yet
+// filled.
+func readAgain(err error) bool { return errors.Is(err, errGenChanged) || errors.Is(err, errShortPart) }

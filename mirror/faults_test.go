@@ -352,18 +352,20 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.NoError(t, raw.Del(ctx, "{parts}:g1:l0:p1").Err())
 	path := filepath.Join(t.TempDir(), "restored.tb")
 	_, err = Restore(ctx, r, "parts", path, nil)
-	assert.ErrorIs(t, err, ErrBadAnswer)
+	assert.ErrorIs(t, err, ErrPartLost)
 	assert.NoFileExists(t, path, "a failed restore leaves no file")
-
-	require.NoError(t, raw.Del(ctx, "{parts}:g1:l0:p0").Err())
-	require.NoError(t, raw.RPush(ctx, "{parts}:g1:l0:p0", "not a string").Err())
 	c, err := NewChecker(ctx, r, "parts")
 	require.NoError(t, err)
-	// Enough keys that some fall in the damaged first part.
+	// Enough keys that some fall in each part.
 	var keys [][]byte
 	for i := range 200 {
 		keys = append(keys, key(uint64(i)))
 	}
+	_, err = c.ContainsBatch(ctx, keys, nil)
+	assert.ErrorIs(t, err, ErrPartLost, "a lost part is not read as zeros")
+
+	require.NoError(t, raw.Del(ctx, "{parts}:g1:l0:p0").Err())
+	require.NoError(t, raw.RPush(ctx, "{parts}:g1:l0:p0", "not a string").Err())
 	_, err = c.ContainsBatch(ctx, keys, nil)
 	assert.Error(t, err)
 	assert.False(t, errors.Is(err, ErrNotMirrored))

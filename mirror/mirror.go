@@ -740,6 +740,9 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 	}); err != nil {
 		return false, err
 	}
+	if err := m.fill(ctx, m.keys.pending()); err != nil {
+		return false, catchUpError(err)
+	}
 	m.seq, m.subs = st.MemSeq, st.SubFilters
 	return true, nil
 }
@@ -760,10 +763,30 @@ func (m *Mirror) reshapePending(ctx context.Context, subs []engine.SubFilterStat
 // patch applies batch to the pending copy, at no sequence (patchScript).
 func (m *Mirror) patch(ctx context.Context, batch []change) error {
 	keys, args := m.opArgs(m.keys.pending(), append([]any{m.gen}, m.owner.args()...), batch)
-	return m.retry().do(ctx, func() error {
+	if err := m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, patchScript, false, keys, args...)
 		return catchUpError(err)
-	})
+	}); err != nil {
+		return err
+	}
+	return catchUpError(m.fill(ctx, m.keys.pending()))
+}
+
+// fill grows the parts the last batch applied to the copy of hash made
+// (see applyOps) to their lengths, one call a part, so that Redis is held
+// for one part's zeroing at a time. A call that fails is made again, as a
+// copy's are, until Redis answers or the mirror closes.
+func (m *Mirror) fill(ctx context.Context, hash string) error {
+	for _, p := range m.scratch.made {
+		err := m.retry().do(ctx, func() error {
+			_, err := m.r.Eval(ctx, fillScript, false, []string{hash, p.key, m.keys.owner()}, append([]any{m.gen, p.length}, m.owner.args()...)...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("mirror: filling %s: %w", p.key, err)
+		}
+	}
+	return nil
 }
 
 // catchUpError is err, from a call that brings a copy up to date, said so.
@@ -1055,6 +1078,20 @@ func discardParts(ctx context.Context, r Redis, k keys, gen uint64, names []stri
 	}
 }
 
+// fillLive fills the parts the batch just shipped made in the live copy.
+// Should Redis hold another copy by then, a full copy follows.
+func (m *Mirror) fillLive() error {
+	err := m.fill(m.ctx, m.keys.meta())
+	switch code := scriptError(err); {
+	case claimedByAnother(err):
+		err = takenError(err)
+		m.needCopyNow(err.Error())
+	case code != "":
+		m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
+	}
+	return err
+}
+
 // ship applies a batch of queued changes in one script.
 func (m *Mirror) ship(batch []change) error {
 	if batch[0].seq != m.seq+1 {
@@ -1067,13 +1104,24 @@ func (m *Mirror) ship(batch []change) error {
 	var applied uint64
 	switch {
 	case err == nil:
+		// Filled before the batch counts as held, so that a Flush
+		// returns with the copy whole; should filling fail, the batch
+		// goes again, as a resend (DUP), and fills again.
+		if err := m.fillLive(); err != nil {
+			return err
+		}
 		m.acknowledge(batch, batch[len(batch)-1].seq, answer == "DUP")
 		return nil
 	case code == "":
 		return fmt.Errorf("mirror: shipping changes %d..%d: %w", m.seq+1, batch[len(batch)-1].seq, err)
 	case sequenceIn(code, &applied) && applied > m.seq && applied <= batch[len(batch)-1].seq:
 		// An earlier, shorter batch was applied but its answer lost: the
-		// changes up to Redis's sequence are in; ship the rest.
+		// changes up to Redis's sequence are in; ship the rest. (Parts
+		// the rest makes are not there yet: fill passes them by, and the
+		// rest's batch fills them.)
+		if err := m.fillLive(); err != nil {
+			return err
+		}
 		m.acknowledge(batch, applied, true)
 		return nil
 	}
@@ -1081,6 +1129,11 @@ func (m *Mirror) ship(batch []change) error {
 		// Another writer claimed the name while this one could not renew
 		// its claim; it writes its own copy, and this one waits.
 		err = takenError(err)
+		m.needCopyNow(err.Error())
+		return err
+	}
+	if part, ok := strings.CutPrefix(code, "TBPART "); ok {
+		err = partLost(part)
 		m.needCopyNow(err.Error())
 		return err
 	}
@@ -1168,6 +1221,15 @@ type opScratch struct {
 	parts   map[partOf]int
 	spans   map[spanOf]int
 	tallies map[int]int
+	// made are the parts the last arguments built make, one byte long
+	// (see applyOps), for fill.
+	made []madePart
+}
+
+// madePart is a part a batch makes, and the length fill gives it.
+type madePart struct {
+	key    string
+	length uint64
 }
 
 // take returns the maps, empty.
@@ -1178,6 +1240,7 @@ func (s *opScratch) take() (map[partOf]int, map[spanOf]int, map[int]int) {
 	clear(s.parts)
 	clear(s.spans)
 	clear(s.tallies)
+	s.made = s.made[:0]
 	return s.parts, s.spans, s.tallies
 }
 
@@ -1247,7 +1310,9 @@ func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engin
 		}
 		size := s.Blocks * 64
 		for p := range parts(size, m.opts.PartBytes) {
-			args = append(args, "n", key(s.Level, p), min(m.opts.PartBytes, size-p*m.opts.PartBytes))
+			i := key(s.Level, p)
+			args = append(args, "n", i)
+			m.scratch.made = append(m.scratch.made, madePart{m.keys.part(m.gen, s.Level, p), min(m.opts.PartBytes, size-p*m.opts.PartBytes)})
 		}
 	}
 	for _, s := range old {

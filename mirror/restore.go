@@ -20,7 +20,7 @@ func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		snap, err := pull(ctx, r, k)
-		if !errors.Is(err, errGenChanged) || attempt == genRetries {
+		if !readAgain(err) || attempt == genRetries {
 			return snap, err
 		}
 		if err := waitGen(ctx, attempt); err != nil {
@@ -88,7 +88,7 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 			if strings.HasPrefix(scriptError(err), "TBGEN") {
 				return errGenChanged
 			}
-			return fmt.Errorf("mirror: reading the copy: %w", err)
+			return readError(err)
 		}
 		list, ok := answer.([]any)
 		if !ok || len(list) != len(lengths) {
@@ -96,8 +96,15 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 		}
 		for j, n := range lengths {
 			b, ok := list[j].(string)
-			if !ok || uint64(len(b)) != n {
-				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d (a missing or short part)", ErrBadAnswer, sub.Level, len(b), offset, n)
+			if !ok || uint64(len(b)) > n {
+				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d", ErrBadAnswer, sub.Level, len(b), offset, n)
+			}
+			if uint64(len(b)) < n {
+				// A part a batch just made, not yet filled (see
+				// applyOps), or damage: read again, a few times, and
+				// then refuse, rather than take the claim of a copy
+				// that may not hold what it says.
+				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d", errShortPart, sub.Level, len(b), offset, n)
 			}
 			copy(dst, b)
 			dst, offset = dst[n:], offset+n
@@ -135,7 +142,7 @@ func restore(ctx context.Context, r Redis, name string, importer func(io.Reader)
 	}
 	for attempt := 0; ; attempt++ {
 		f, err := restoreOnce(ctx, r, k, importer)
-		if !errors.Is(err, errGenChanged) || attempt == genRetries {
+		if !readAgain(err) || attempt == genRetries {
 			return f, err
 		}
 		if err := waitGen(ctx, attempt); err != nil {

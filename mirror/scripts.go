@@ -28,23 +28,55 @@ var metaScript = newScript(`return redis.call('HGETALL', KEYS[1])`)
 // to the copy whose meta (or pending) hash is meta:
 //
 //	c <key index> <offset> <bytes>  write counter bytes
-//	n <key index> <size>            a new, zeroed part
+//	n <key index>                   a new part, all zero
 //	x <key index>                   delete a part (a retired sub-filter)
 //	t <level> <tallies>             set a sub-filter's tallies
 //	u <level>                       forget a retired sub-filter's tallies
 //	d <directory>                   set the directory
+//
+// A new part is one zero byte, which reads as zero past its end, and the
+// writer then fills each to its length with a call of its own
+// (fillScript). Zeroing a new sub-filter's whole room here would hold
+// Redis for as long as that takes, seconds for a sub-filter of gigabytes;
+// a call now zeroes at most one part's room.
+//
+// Before it applies any operation it checks that every part it writes
+// exists, or is one the batch makes: a part that is gone (evicted, or
+// deleted by hand) would otherwise come back as zeros and the bytes of
+// the writes, silently losing every other counter in it. It raises TBPART
+// and the part's name, and writes nothing.
 const applyOps = `
+local made = {}
 local i = first
+while i <= #ARGV do
+  local op = ARGV[i]
+  if op == 'c' then
+    local key = KEYS[tonumber(ARGV[i+1])]
+    if not made[key] then
+      if redis.call('EXISTS', key) == 0 then return redis.error_reply('TBPART ' .. key) end
+      made[key] = true
+    end
+    i = i + 4
+  elseif op == 'n' then
+    made[KEYS[tonumber(ARGV[i+1])]] = true
+    i = i + 2
+  elseif op == 't' then
+    i = i + 3
+  elseif op == 'x' or op == 'u' or op == 'd' then
+    i = i + 2
+  else
+    return redis.error_reply('TBOP ' .. op)
+  end
+end
+i = first
 while i <= #ARGV do
   local op = ARGV[i]
   if op == 'c' then
     redis.call('SETRANGE', KEYS[tonumber(ARGV[i+1])], tonumber(ARGV[i+2]), ARGV[i+3])
     i = i + 4
   elseif op == 'n' then
-    local key = KEYS[tonumber(ARGV[i+1])]
-    redis.call('DEL', key)
-    redis.call('SETRANGE', key, tonumber(ARGV[i+2]) - 1, '\0')
-    i = i + 3
+    redis.call('SET', KEYS[tonumber(ARGV[i+1])], '\0')
+    i = i + 2
   elseif op == 'x' then
     redis.call('DEL', KEYS[tonumber(ARGV[i+1])])
     i = i + 2
@@ -94,6 +126,20 @@ var patchScript = newScript(claimLua(2, 2) + `
 local meta = KEYS[1]
 if redis.call('HGET', meta, 'gen') ~= ARGV[1] then return redis.error_reply('TBPENDING') end
 local first = 4` + applyOps + `
+return 'OK'
+`)
+
+// fillScript grows a part applyOps made one byte long to its length,
+// ARGV[2], with zeros, keeping what writes put in it, if the copy of hash
+// KEYS[1] (the meta hash, or the pending one) is still of generation
+// ARGV[1]. KEYS[2] is the part, KEYS[3] the claim; ARGV[3] and [4] the
+// writer's token and claim. It answers OK, or GONE for a part the copy
+// does not hold (a batch not applied); it raises TBGEN for another copy.
+var fillScript = newScript(claimLua(3, 3) + `
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return redis.error_reply('TBGEN') end
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'GONE' end
+local n = tonumber(ARGV[2])
+if redis.call('STRLEN', KEYS[2]) < n then redis.call('SETRANGE', KEYS[2], n - 1, '\0') end
 return 'OK'
 `)
 
@@ -175,13 +221,19 @@ return 'OK'
 
 // readScript reads byte ranges of the live copy, if it is still the copy of
 // generation ARGV[1]. KEYS[1] is the meta hash, the others parts; ARGV then
-// holds (key index, first byte, last byte) triples.
+// holds (key index, first byte, last byte) triples. A range past the end
+// of a part not yet filled reads short (see applyOps); a range that reads
+// short from a part that does not exist raises TBPART and its name, so
+// that a copy Redis lost part of is never read as zeros.
 var readScript = newScript(`
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if gen ~= ARGV[1] then return redis.error_reply('TBGEN') end
 local out = {}
 for i = 2, #ARGV, 3 do
-  out[#out + 1] = redis.call('GETRANGE', KEYS[tonumber(ARGV[i])], tonumber(ARGV[i+1]), tonumber(ARGV[i+2]))
+  local key, first, last = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i+1]), tonumber(ARGV[i+2])
+  local b = redis.call('GETRANGE', key, first, last)
+  if #b <= last - first and redis.call('EXISTS', key) == 0 then return redis.error_reply('TBPART ' .. key) end
+  out[#out + 1] = b
 end
 return out
 `)

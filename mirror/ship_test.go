@@ -13,7 +13,7 @@ import (
 // the claim's two) into operations, each its letter and operands.
 func ops(t *testing.T, args []any) [][]any {
 	t.Helper()
-	operands := map[string]int{"c": 3, "n": 2, "x": 1, "t": 2, "u": 1, "d": 1}
+	operands := map[string]int{"c": 3, "n": 1, "x": 1, "t": 2, "u": 1, "d": 1}
 	var out [][]any
 	for i := 5; i < len(args); {
 		op, ok := args[i].(string)
@@ -53,7 +53,7 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 		{"c", 3, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 13's bytes
 		{"t", 0, "3 3 3"},
 		{"c", 3, uint64(128), []byte{2, 2}},
-		{"n", 4, uint64(256)}, // change 14 opens level 1
+		{"n", 4}, // change 14 opens level 1
 		{"d", encodeDir(grown)},
 		{"c", 4, uint64(64), []byte{4, 4}},
 		{"t", 1, "1 1 1"},

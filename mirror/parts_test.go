@@ -1,0 +1,121 @@
+//go:build unix
+
+package mirror
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
+)
+
+// TestNewSubFilterIsNotZeroedInRedis: the batch that opens a sub-filter
+// makes its parts one zero byte long, and the writer then fills them to
+// their length one call a part. Zeroing a new sub-filter's whole room in
+// the script that ships the change held Redis for seconds when the
+// sub-filter was gigabytes; now a call holds it for one part's zeroing.
+// Once filled, the copy is the file's bytes, and checks find every key.
+func TestNewSubFilterIsNotZeroedInRedis(t *testing.T) {
+	s := redistest.StartServer(t)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var fills atomic.Int32
+	heldAtFirstFill := int64(-1)
+	r := callHook{dial(t, s.URL(), false), func(sc *Script, _ []string) {
+		if sc == fillScript && fills.Add(1) == 1 {
+			heldAtFirstFill = 0
+			for _, name := range keysLike(t, raw, "{lazy}:g*:l1:p*") {
+				heldAtFirstFill += raw.StrLen(ctx, name).Val()
+			}
+		}
+	}}
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 8, Seed: 31})
+	m, err := Attach(f, r, "lazy", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	next := uint64(0)
+	addKeys(t, f, &next, 1000)
+	require.NoError(t, m.Flush(ctx))
+	require.Zero(t, fills.Load(), "a full copy writes its parts whole")
+	addKeys(t, f, &next, 3) // the first opens level 1
+	require.NoError(t, m.Flush(ctx))
+
+	subs := f.Stats().SubFilters
+	require.Len(t, subs, 2)
+	size := subs[1].Bytes
+	n := parts(size, smallParts.PartBytes)
+	require.Greater(t, n, uint64(8), "a sub-filter of many parts")
+	// Three adds write at most three parts, each up to its end.
+	assert.LessOrEqual(t, heldAtFirstFill, int64(3*smallParts.PartBytes+n), "bytes of a sub-filter of %d the batch that opened it wrote", size)
+	assert.Equal(t, int32(n), fills.Load(), "one call a part")
+	d, err := Describe(ctx, r, "lazy")
+	require.NoError(t, err)
+	for p := range n {
+		assert.Equal(t, int64(min(smallParts.PartBytes, size-p*smallParts.PartBytes)), raw.StrLen(ctx, keys{"lazy"}.part(d.Generation, 1, p)).Val(), "part %d filled", p)
+	}
+
+	requireSame(t, ctx, r, "lazy", f)
+	c, err := NewChecker(ctx, r, "lazy")
+	require.NoError(t, err)
+	var added [][]byte
+	for i := range next {
+		added = append(added, key(i))
+	}
+	present, err := c.ContainsBatch(ctx, added, nil)
+	require.NoError(t, err)
+	assert.NotContains(t, present, false)
+}
+
+// TestLostPartIsCopiedAgain: a part of the live copy gone from Redis, as a
+// Redis that evicts keys without an expiry leaves it. Checks say so
+// (ErrPartLost) instead of reading zeros. The writer's next change into
+// the part is refused whole, rather than bring the part back as zeros and
+// that change's bytes, and the mirror writes a full copy, after which
+// Redis holds the file's bytes again.
+func TestLostPartIsCopiedAgain(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 2000, ErrorRate: 0.01, Fixed: true, Seed: 32})
+	m, err := Attach(f, r, "evicted", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	next := uint64(0)
+	addKeys(t, f, &next, 1000)
+	require.NoError(t, m.Flush(ctx))
+	require.Greater(t, parts(f.Stats().SubFilters[0].Bytes, smallParts.PartBytes), uint64(1))
+	d, err := Describe(ctx, r, "evicted")
+	require.NoError(t, err)
+	require.NoError(t, raw.Del(ctx, keys{"evicted"}.part(d.Generation, 0, 0)).Err())
+
+	c, err := NewChecker(ctx, r, "evicted")
+	require.NoError(t, err)
+	var added [][]byte
+	for i := range next {
+		added = append(added, key(i))
+	}
+	_, err = c.ContainsBatch(ctx, added, nil)
+	assert.ErrorIs(t, err, ErrPartLost)
+
+	recopies := m.Stats().Recopies
+	addKeys(t, f, &next, 100) // some into the lost part
+	require.NoError(t, m.Flush(ctx))
+	assert.Equal(t, recopies+1, m.Stats().Recopies)
+	assert.Contains(t, m.Stats().RecopyReason, "lost a part")
+	requireSame(t, ctx, r, "evicted", f)
+	for i := len(added); i < int(next); i++ {
+		added = append(added, key(uint64(i)))
+	}
+	present, err := c.ContainsBatch(ctx, added, nil)
+	require.NoError(t, err)
+	assert.NotContains(t, present, false)
+}
