@@ -28,11 +28,13 @@ type Options struct {
 	// BatchSize is the number of changes one script applies. Default 512.
 	BatchSize int
 	// PartBytes is the largest counter string, a multiple of 64 up to
-	// Redis's limit of 512 MiB. Default 256 MiB. A copy that starts from
-	// the one Redis holds copies it inside Redis a part at a time, and
-	// Redis answers nothing else meanwhile (about 0.2 s for 256 MiB on a
-	// small machine): checkers that cannot wait that long want smaller
-	// parts.
+	// Redis's limit of 512 MiB. Default 32 MiB. Two calls hold Redis,
+	// which answers nothing else meanwhile, for as long as a part takes to
+	// write in memory: filling a new sub-filter's part (see the package
+	// doc) and cloning a part of the copy Redis holds into a new copy
+	// (COPY). On a small machine that is about 20 ms for 32 MiB and 0.15 s
+	// for 256 MiB. Larger parts make fewer keys; checkers that cannot wait
+	// that long want smaller ones.
 	PartBytes uint64
 	// Timeout bounds each call to Redis. Default 5 s.
 	Timeout time.Duration
@@ -63,7 +65,7 @@ func (o *Options) withDefaults() Options {
 		r.BatchSize = 512
 	}
 	if r.PartBytes == 0 {
-		r.PartBytes = 256 << 20
+		r.PartBytes = 32 << 20
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 5 * time.Second

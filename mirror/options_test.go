@@ -18,7 +18,7 @@ import (
 // Zero options take their defaults; others are used as given.
 func TestOptionsDefaults(t *testing.T) {
 	d := (*Options)(nil).withDefaults()
-	assert.Equal(t, [6]int64{1_000_000, 512, 256 << 20, int64(5 * time.Second), int64(50 * time.Millisecond), int64(10 * time.Second)},
+	assert.Equal(t, [6]int64{1_000_000, 512, 32 << 20, int64(5 * time.Second), int64(50 * time.Millisecond), int64(10 * time.Second)},
 		[6]int64{int64(d.MaxQueue), int64(d.BatchSize), int64(d.PartBytes), int64(d.Timeout), int64(d.Backoff), int64(d.ClaimTTL)})
 	o := Options{MaxQueue: 7, BatchSize: 3, PartBytes: 4096, Timeout: time.Second, Backoff: time.Millisecond, ClaimTTL: 2 * time.Second}
 	require.NoError(t, o.Validate())
