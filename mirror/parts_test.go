@@ -4,6 +4,7 @@ package mirror
 
 import (
 	"context"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,4 +119,51 @@ func TestLostPartIsCopiedAgain(t *testing.T) {
 	present, err := c.ContainsBatch(ctx, added, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, present, false)
+}
+
+// TestRestoreWaitsForAPartBeingFilled: Restore and Pull read a copy again
+// when a part is shorter than the copy says, as a part a batch just made
+// is until its writer fills it. One that stays short is refused
+// (ErrBadAnswer), leaving no file, rather than read as zeros Redis does
+// not hold: a copy cannot make them take more room than it holds.
+func TestRestoreWaitsForAPartBeingFilled(t *testing.T) {
+	s := redistest.StartServer(t)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Fixed: true, Seed: 33})
+	next := uint64(0)
+	addKeys(t, f, &next, 500)
+	plain := dial(t, s.URL(), false)
+	require.NoError(t, push(ctx, f, plain, "short", smallParts))
+	d, err := Describe(ctx, plain, "short")
+	require.NoError(t, err)
+	name := keys{"short"}.part(d.Generation, 0, 1)
+	whole := raw.Get(ctx, name).Val()
+	require.Greater(t, len(whole), 1)
+
+	require.NoError(t, raw.Set(ctx, name, whole[:1], 0).Err())
+	var reads atomic.Int32
+	r := callHook{plain, func(sc *Script, _ []string) {
+		if sc == readScript && reads.Add(1) == 2 {
+			require.NoError(t, raw.Set(ctx, name, whole, 0).Err()) // filled as Restore reads again
+		}
+	}}
+	path := filepath.Join(t.TempDir(), "restored.tb")
+	g, err := Restore(ctx, r, "short", path, nil)
+	require.NoError(t, err)
+	want, err := f.Snapshot()
+	require.NoError(t, err)
+	got, err := g.Snapshot()
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	assert.Equal(t, want.Counters(0), got.Counters(0))
+
+	require.NoError(t, raw.Set(ctx, name, whole[:1], 0).Err())
+	path = filepath.Join(t.TempDir(), "never.tb")
+	_, err = Restore(ctx, plain, "short", path, nil)
+	assert.ErrorIs(t, err, ErrBadAnswer)
+	assert.NoFileExists(t, path)
+	_, err = Pull(ctx, plain, "short")
+	assert.ErrorIs(t, err, ErrBadAnswer)
 }

@@ -104,7 +104,7 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 				// applyOps), or damage: read again, a few times, and
 				// then refuse, rather than take the claim of a copy
 				// that may not hold what it says.
-				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d", errShortPart, sub.Level, len(b), offset, n)
+				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d (a sub-filter its writer opened and has not filled yet, or stopped filling: its next full copy mends it)", errShortPart, sub.Level, len(b), offset, n)
 			}
 			copy(dst, b)
 			dst, offset = dst[n:], offset+n
