@@ -65,13 +65,18 @@ func TestNewSubFilterIsNotZeroedInRedis(t *testing.T) {
 	requireSame(t, ctx, r, "lazy", f)
 	c, err := NewChecker(ctx, r, "lazy")
 	require.NoError(t, err)
-	var added [][]byte
-	for i := range next {
-		added = append(added, key(i))
-	}
-	present, err := c.ContainsBatch(ctx, added, nil)
+	present, err := c.ContainsBatch(ctx, keysTo(next), nil)
 	require.NoError(t, err)
 	assert.NotContains(t, present, false)
+}
+
+// keysTo is key(i) for every i below n.
+func keysTo(n uint64) [][]byte {
+	out := make([][]byte, 0, n)
+	for i := range n {
+		out = append(out, key(i))
+	}
+	return out
 }
 
 // TestLostPartIsCopiedAgain: a part of the live copy gone from Redis, as a
@@ -100,11 +105,7 @@ func TestLostPartIsCopiedAgain(t *testing.T) {
 
 	c, err := NewChecker(ctx, r, "evicted")
 	require.NoError(t, err)
-	var added [][]byte
-	for i := range next {
-		added = append(added, key(i))
-	}
-	_, err = c.ContainsBatch(ctx, added, nil)
+	_, err = c.ContainsBatch(ctx, keysTo(next), nil)
 	assert.ErrorIs(t, err, ErrPartLost)
 
 	recopies := m.Stats().Recopies
@@ -113,10 +114,7 @@ func TestLostPartIsCopiedAgain(t *testing.T) {
 	assert.Equal(t, recopies+1, m.Stats().Recopies)
 	assert.Contains(t, m.Stats().RecopyReason, "lost a part")
 	requireSame(t, ctx, r, "evicted", f)
-	for i := len(added); i < int(next); i++ {
-		added = append(added, key(uint64(i)))
-	}
-	present, err := c.ContainsBatch(ctx, added, nil)
+	present, err := c.ContainsBatch(ctx, keysTo(next), nil)
 	require.NoError(t, err)
 	assert.NotContains(t, present, false)
 }
