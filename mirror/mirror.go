@@ -1107,8 +1107,8 @@ func (m *Mirror) ship(batch []change) error {
 	switch {
 	case err == nil:
 		// Filled before the batch counts as held, so that a Flush
-		// returns with the copy whole; should filling fail, the batch
-		// goes again, as a resend (DUP), and fills again.
+		// returns with the copy whole. (Filling fails only when Redis
+		// holds another copy by then, or the mirror closes.)
 		if err := m.fillLive(); err != nil {
 			return err
 		}
@@ -1312,8 +1312,7 @@ func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engin
 		}
 		size := s.Blocks * 64
 		for p := range parts(size, m.opts.PartBytes) {
-			i := key(s.Level, p)
-			args = append(args, "n", i)
+			args = append(args, "n", key(s.Level, p))
 			m.scratch.made = append(m.scratch.made, madePart{m.keys.part(m.gen, s.Level, p), min(m.opts.PartBytes, size-p*m.opts.PartBytes)})
 		}
 	}
