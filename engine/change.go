@@ -69,8 +69,9 @@ func (f *Filter) commitLocked() error {
 		f.journal.Seal()
 		crashPoint(f, siteSealed)
 	}
-	gen := f.journal.MemSeq() + 1 // the change's sequence: its directory's generation
+	var gen uint64
 	if c.published {
+		gen = f.journal.MemSeq() + 1 // the change's sequence: its directory's generation
 		// Readers in other processes watch the directory sequence. It is
 		// announced before the commit, so that a process that dies
 		// between the two never leaves readers blind to a directory it
