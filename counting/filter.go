@@ -105,6 +105,14 @@ func wordsOf(b []byte) ([]uint64, error) {
 // counters, stopping at the first zero one, so that keys never added usually
 // cost one or two loads.
 func (f *Filter) Contains(h Hash) bool {
+	if f.presence != nil {
+		// The loads come first, so that a cache miss is under way while the
+		// key's set of presence bits is drawn.
+		presence := f.presenceOf(f.block(h))
+		lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
+		want0, want1 := f.presenceSet(h)
+		return want0&^lo|want1&^hi == 0
+	}
 	if f.geometry.Flat {
 		s := f.flatSlots(h)
 		for range f.geometry.K {
@@ -115,11 +123,7 @@ func (f *Filter) Contains(h Hash) bool {
 		}
 		return true
 	}
-	block := f.block(h)
-	if f.presence != nil {
-		return f.present(block, h)
-	}
-	words := f.blockWords(block)
+	words := f.blockWords(f.block(h))
 	// The slot stream, with the counters taken kept here: the chunks then
 	// stay in registers, and a lookup is short enough that the processor
 	// starts the next key's cache misses while this one's are outstanding.
@@ -140,29 +144,47 @@ func (f *Filter) Contains(h Hash) bool {
 	return true
 }
 
-// present is Contains over the presence bits: the key's counters as a set
-// of presence bits, tested with two loads of one cache line. The loads come
-// first, so that a cache miss is under way while the set is drawn.
-func (f *Filter) present(block uint64, h Hash) bool {
-	presence := f.presenceOf(block)
-	lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
-	want := f.presenceSet(h)
-	return lo&want[0] == want[0] && hi&want[1] == want[1]
-}
-
 // presenceSet is the key's counters as presence bits of its block: the slot
 // stream, each counter drawn again skipped.
-func (s *shape) presenceSet(h Hash) (set [2]uint64) {
-	chunks := s.chunks(h)
-	for need := s.geometry.K; need > 0; {
-		c := chunks.next()
-		if bit := presenceBit(c); set[c>>6]&bit == 0 {
-			set[c>>6] |= bit
-			need--
+func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
+	var set [2]uint64
+	// The first K chunks are taken without a branch on each. Most keys draw
+	// no counter twice among them, and those chunks are then the set; a key
+	// that did goes on down the stream, skipping counters already taken.
+	x := h.Derived ^ s.slotSalt
+	state, chunks, left := x, x^sevens, 0
+	for need := s.geometry.K; ; {
+		n := min(need, 64/7)
+		for range n {
+			// presenceBit(c) of the chunk c: the shift takes its low six
+			// bits, already in presenceBit's order.
+			set[chunks>>6&1] |= 1 << (chunks & 63)
+			chunks >>= 7
+		}
+		if need -= n; need == 0 {
+			left = 64/7 - n
+			break
+		}
+		state += slotStep
+		chunks = mix(state) ^ sevens
+	}
+	for have := bits.OnesCount64(set[0]) + bits.OnesCount64(set[1]); have < s.geometry.K; chunks >>= 7 {
+		if left == 0 {
+			state += slotStep
+			chunks, left = mix(state)^sevens, 64/7
+		}
+		left--
+		if bit := uint64(1) << (chunks & 63); set[chunks>>6&1]&bit == 0 {
+			set[chunks>>6&1] |= bit
+			have++
 		}
 	}
-	return set
+	return set[0], set[1]
 }
+
+// sevens is 7 in every 7-bit chunk of a word: an exclusive or with it
+// puts every chunk's counter in presenceBit's order at once.
+const sevens = 0x070e1c3870e1c387
 
 // Warm loads one word of the key's block, and of its presence bits, so that
 // their cache lines are on their way before Contains or a change needs

@@ -465,3 +465,40 @@ func TestFrozenBits(t *testing.T) {
 		require.Equal(t, oneByOne(w), frozenBits(w), "%#x", w)
 	}
 }
+
+// The slot stream is the file format's placement of a key's counters (see
+// docs/FORMAT.md). presenceSet and Probe draw it their own quicker ways; they
+// must take exactly the counters the stream takes, for every k: keys that
+// draw a counter twice among their first chunks, and keys whose counters
+// need several mixes of the stream, included.
+func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for k := 1; k <= MaxK; k++ {
+		f, _ := newTestFilter(t, Geometry{Blocks: 64, K: k}, true)
+		drewAgain := 0
+		for range 5000 {
+			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
+			var want [2]uint64
+			var masks [wordsPerBlock]uint64
+			chunks, drawn := f.chunks(h), 0
+			for taken := 0; taken < k; drawn++ {
+				if c := chunks.next(); want[c>>6]&presenceBit(c) == 0 {
+					want[c>>6] |= presenceBit(c)
+					masks[c>>4] |= 1 << nibbleShift(c)
+					taken++
+				}
+			}
+			if drawn > k {
+				drewAgain++
+			}
+			lo, hi := f.presenceSet(h)
+			require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
+			p := f.Probe(h)
+			require.Equal(t, want, p.set, "k=%d", k)
+			require.Equal(t, masks, p.masks, "k=%d", k)
+		}
+		if k >= 4 {
+			require.Greater(t, drewAgain, 100, "k=%d: too few keys drew a counter twice to test them", k)
+		}
+	}
+}
