@@ -3,6 +3,7 @@ package counting
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 )
 
 // XXH64's primes, from the algorithm's published specification.
@@ -19,19 +20,19 @@ const (
 // its buffer and costs twice as much per key. The tests hold the two equal
 // for every length a key can take up to several stripes, with many seeds.
 func sum64(seed uint64, b []byte) uint64 {
-	n := len(b)
+	n, p := len(b), unsafe.Pointer(unsafe.SliceData(b))
 	var h uint64
+	i := 0
 	if n >= 32 {
 		v1 := seed + prime1 + prime2
 		v2 := seed + prime2
 		v3 := seed
 		v4 := seed - prime1
-		for len(b) >= 32 {
-			v1 = round(v1, binary.LittleEndian.Uint64(b[0:8]))
-			v2 = round(v2, binary.LittleEndian.Uint64(b[8:16]))
-			v3 = round(v3, binary.LittleEndian.Uint64(b[16:24]))
-			v4 = round(v4, binary.LittleEndian.Uint64(b[24:32]))
-			b = b[32:]
+		for ; i+32 <= n; i += 32 {
+			v1 = round(v1, le64(p, i))
+			v2 = round(v2, le64(p, i+8))
+			v3 = round(v3, le64(p, i+16))
+			v4 = round(v4, le64(p, i+24))
 		}
 		h = bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) +
 			bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
@@ -44,17 +45,20 @@ func sum64(seed uint64, b []byte) uint64 {
 	}
 	h += uint64(n)
 
-	for ; len(b) >= 8; b = b[8:] {
-		h ^= round(0, binary.LittleEndian.Uint64(b))
+	// Loads at an index the loop bounds, rather than reslicing: a step is
+	// then one add, where a reslice also keeps the pointer within the array
+	// and a checked index tests it again.
+	for ; i+8 <= n; i += 8 {
+		h ^= round(0, le64(p, i))
 		h = bits.RotateLeft64(h, 27)*prime1 + prime4
 	}
-	if len(b) >= 4 {
-		h ^= uint64(binary.LittleEndian.Uint32(b)) * prime1
+	if i+4 <= n {
+		h ^= uint64(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(p, i))[:])) * prime1
 		h = bits.RotateLeft64(h, 23)*prime2 + prime3
-		b = b[4:]
+		i += 4
 	}
-	for _, c := range b {
-		h ^= uint64(c) * prime5
+	for ; i < n; i++ {
+		h ^= uint64(*(*byte)(unsafe.Add(p, i))) * prime5
 		h = bits.RotateLeft64(h, 11) * prime1
 	}
 
@@ -64,6 +68,11 @@ func sum64(seed uint64, b []byte) uint64 {
 	h *= prime3
 	h ^= h >> 32
 	return h
+}
+
+// le64 is the little-endian word at p+i; the caller keeps it within the key.
+func le64(p unsafe.Pointer, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, i))[:])
 }
 
 func round(acc, lane uint64) uint64 {
