@@ -3,6 +3,7 @@ package engine
 import (
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tallybloom/tallybloom/counting"
 )
@@ -11,16 +12,22 @@ import (
 // never reports false for a key that was added and not removed. Any number
 // of goroutines may call it, during changes too; it takes no lock and does
 // not allocate.
-func (f *Filter) Contains(key []byte) bool { return f.contains(f.hasher.Key(key)) }
-
-// ContainsString is Contains for a string key, without converting it.
-func (f *Filter) ContainsString(key string) bool { return f.contains(f.hasher.String(key)) }
-
-func (f *Filter) contains(h counting.Hash) bool {
-	if !f.current() {
+func (f *Filter) Contains(key []byte) bool {
+	// current, written out: a lookup into one sub-filter then makes no call
+	// but the hash's and the sub-filter's.
+	h := f.hasher.Key(key)
+	if f.closed.Load() {
 		return false
 	}
+	if f.stale() {
+		f.follow()
+	}
 	return f.chain.Contains(h)
+}
+
+// ContainsString is Contains for a string key, without converting it.
+func (f *Filter) ContainsString(key string) bool {
+	return f.Contains(unsafe.Slice(unsafe.StringData(key), len(key))) // only read
 }
 
 // ContainsBatch reports Contains for every key, appending to out[:0] and
@@ -73,12 +80,24 @@ func (f *Filter) current() bool {
 	if f.closed.Load() {
 		return false
 	}
-	if f.readOnly {
-		if d := atomic.LoadUint64(f.dirSeq); d != f.seenDirSeq.Load() && !f.announcedEarly(d) {
-			f.reload()
-		}
+	if f.stale() {
+		f.follow()
 	}
 	return true
+}
+
+// stale reports that the filter is a reader and the writer has announced a
+// directory other than the one it follows.
+func (f *Filter) stale() bool {
+	return f.readOnly && atomic.LoadUint64(f.dirSeq) != f.seenDirSeq.Load()
+}
+
+// follow reloads the directory a stale reader found announced, unless the
+// last reload found that announcement not yet committed (announcedEarly).
+func (f *Filter) follow() {
+	if !f.announcedEarly(atomic.LoadUint64(f.dirSeq)) {
+		f.reload()
+	}
 }
 
 // announcedEarly reports that dirSeq is a directory the last reload found
