@@ -23,14 +23,14 @@ func NewHasher(seed uint64) Hasher { return Hasher{seed: seed} }
 // Key hashes key. It does not allocate.
 func (h Hasher) Key(key []byte) Hash {
 	countHash()
-	return derive(sum64(h.seed, key))
+	return hashOf(h.seed, key)
 }
 
 // String hashes key like Key([]byte(key)) without converting it.
 func (h Hasher) String(key string) Hash {
 	countHash()
-	// sum64 only reads the bytes.
-	return derive(sum64(h.seed, unsafe.Slice(unsafe.StringData(key), len(key))))
+	// hashOf only reads the bytes.
+	return hashOf(h.seed, unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
 func derive(sum uint64) Hash {

@@ -15,11 +15,13 @@ const (
 	prime5 uint64 = 0x27d4eb2f165667c5
 )
 
-// sum64 is XXH64 of b with seed, in one pass and without a digest's buffer:
-// the seeded digest of github.com/cespare/xxhash/v2 copies short keys into
-// its buffer and costs twice as much per key. The tests hold the two equal
-// for every length a key can take up to several stripes, with many seeds.
-func sum64(seed uint64, b []byte) uint64 {
+// hashOf is the Hash of b: its Sum is XXH64 of b with seed, in one pass and
+// without a digest's buffer (the seeded digest of github.com/cespare/xxhash/v2
+// copies short keys into its buffer and costs twice as much per key). The
+// tests hold the two equal for every length a key can take up to several
+// stripes, with many seeds. It derives the second hash itself, so that its
+// callers are small enough to inline and a lookup makes one call to hash.
+func hashOf(seed uint64, b []byte) Hash {
 	n, p := len(b), unsafe.Pointer(unsafe.SliceData(b))
 	var h uint64
 	i := 0
@@ -67,7 +69,7 @@ func sum64(seed uint64, b []byte) uint64 {
 	h ^= h >> 29
 	h *= prime3
 	h ^= h >> 32
-	return h
+	return derive(h)
 }
 
 // le64 is the little-endian word at p+i; the caller keeps it within the key.
