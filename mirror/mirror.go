@@ -204,14 +204,10 @@ type Mirror struct {
 // Redis holds is not known), then every committed change. f must be open
 // for writing; the mirror ends with Close, before f closes.
 func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, error) {
-	k, err := newKeys(name)
+	k, o, err := checkArgs(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	o := opts.withDefaults()
 	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, owner: newOwner(o.ClaimTTL), outline: f.Stats,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -227,6 +223,19 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	go m.run()
 	m.poke()
 	return m, nil
+}
+
+// checkArgs checks a writer's name and options, as Attach and Push both
+// begin, and returns the name's keys and the options with their defaults.
+func checkArgs(name string, opts *Options) (keys, Options, error) {
+	k, err := newKeys(name)
+	if err != nil {
+		return keys{}, Options{}, err
+	}
+	if err := opts.Validate(); err != nil {
+		return keys{}, Options{}, err
+	}
+	return k, opts.withDefaults(), nil
 }
 
 // enqueue copies a committed change into the queue, or while a full copy

@@ -57,14 +57,10 @@ func NewPusher(r Redis, name string, opts *Options) (*Pusher, error) {
 }
 
 func newPusher(r Redis, name string, opts *Options) (*Pusher, error) {
-	k, err := newKeys(name)
+	k, o, err := checkArgs(name, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	o := opts.withDefaults()
 	p := &Pusher{r: timed{r, o.Timeout}, keys: k, opts: o, who: newOwner(o.ClaimTTL)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
