@@ -64,8 +64,9 @@ var (
 	ErrNoSubFilter = errors.New("engine: no sub-filter at that level")
 
 	// ErrBusy: a filter opened read-only could not be copied (Snapshot,
-	// Export, ExportFrozen) because its writer, another process, changed it
-	// during every attempt. Nothing was written.
+	// Export, ExportFrozen), or its directory read by Open, because its
+	// writer, another process, changed it during every attempt. Nothing was
+	// written.
 	ErrBusy = errors.New("engine: filter kept changing during the copy")
 )
 
@@ -113,3 +114,7 @@ func (e *notFilterError) Is(target error) bool { return target == ErrNotFilter |
 func corrupt(path, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, path}, args...)...)
 }
+
+// errMovedOn is a reader's read of the directory that the writer overtook:
+// not damage, and read again.
+var errMovedOn = errors.New("engine: the writer moved on while the directory was read")

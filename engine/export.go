@@ -590,7 +590,9 @@ func (f *Filter) quietAttempt() (*Snapshot, error) {
 	if f.journal.Sealed() {
 		return nil, nil
 	}
-	if err := f.followLocked(seq); err != nil {
+	if err := f.followLocked(seq); errors.Is(err, errMovedOn) {
+		return nil, nil
+	} else if err != nil {
 		return nil, err
 	}
 	info, counters := f.copyLocked()

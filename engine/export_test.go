@@ -205,6 +205,30 @@ func TestImportAsChangesTheLayout(t *testing.T) {
 	}
 }
 
+// A reader reads the sequence, then the directory slots. If the writer
+// commits two changes that each write a directory in between, neither slot
+// holds the directory live at the sequence it read: the writer overtook it,
+// which a copy in progress reads again, not a damaged file.
+func TestReaderOvertakenByTwoDirectoriesIsNotCorrupt(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Seed: 9})
+	r, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	read := r.journal.MemSeq()
+	levels := func() int { return len(f.Stats().SubFilters) }
+	for i, start := uint64(0), levels(); levels() < start+2; i++ {
+		require.NoError(t, f.Add(key(i), i)) // opens two sub-filters, a directory each
+	}
+	r.mu.Lock()
+	err = r.followLocked(read)
+	r.mu.Unlock()
+	require.ErrorIs(t, err, errMovedOn)
+	require.NotErrorIs(t, err, ErrCorrupt)
+	snap, err := r.Snapshot()
+	require.NoError(t, err, "read again at the sequence now")
+	require.Len(t, snap.SubFilters(), levels())
+}
+
 // A read-only process cannot stop its writer. Its copies (Snapshot, Export,
 // ExportFrozen) are each consistent at one sequence, or ErrBusy: never a
 // stream that fails its checksum, nor tallies that disagree with the

@@ -250,6 +250,14 @@ func Open(path string, opts *Options) (*Filter, error) {
 		return nil, err
 	}
 	f, err := open(file, o)
+	for attempt := 1; errors.Is(err, errMovedOn); attempt++ {
+		if attempt == stateAttempts {
+			err = fmt.Errorf("%w: %s: its writer changed the directory during each of %d attempts to read it", ErrBusy, path, attempt)
+			break
+		}
+		time.Sleep(statePause)
+		f, err = open(file, o)
+	}
 	if err != nil {
 		_ = file.Close()
 		return nil, err
@@ -304,7 +312,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 	if size, err = file.Size(); err != nil {
 		return nil, err
 	}
-	dir, slot, err := f.liveDirectory(memSeq, size)
+	dir, slot, err := f.directoryAt(memSeq, size)
 	if err != nil {
 		return nil, err
 	}
@@ -424,6 +432,19 @@ func (f *Filter) liveDirectory(memSeq uint64, fileSize int64) (directory, int, e
 		return directory{}, 0, corrupt(f.path, "no valid directory at sequence %d", memSeq)
 	}
 	return best, bestSlot, nil
+}
+
+// directoryAt is liveDirectory for a process that read memSeq before the
+// slots. It returns errMovedOn if neither slot holds the directory live at
+// memSeq and the writer has committed since: two changes that each wrote a
+// directory came between the two reads, which a reader reads again rather
+// than calling the file damaged. A writer's sequence does not move under it.
+func (f *Filter) directoryAt(memSeq uint64, fileSize int64) (directory, int, error) {
+	dir, slot, err := f.liveDirectory(memSeq, fileSize)
+	if err != nil && f.journal.MemSeq() != memSeq {
+		return directory{}, 0, errMovedOn
+	}
+	return dir, slot, err
 }
 
 // forgetUncommittedDirectory clears the slot if a change that never

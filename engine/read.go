@@ -134,7 +134,7 @@ func (f *Filter) followLocked(memSeq uint64) error {
 	if err != nil {
 		return err
 	}
-	dir, slot, err := f.liveDirectory(memSeq, size)
+	dir, slot, err := f.directoryAt(memSeq, size)
 	if err != nil {
 		return err
 	}
