@@ -217,7 +217,10 @@ type Probe struct {
 	masks [wordsPerBlock]uint64 // zero for an unused entry
 	set   [2]uint64             // the key's counters as presence bits of its block
 	n     int                   // entries in use
-	flat  bool
+	// used has bit i set where masks[i] is not zero: in a blocked
+	// geometry, the words of the block a change writes.
+	used uint8
+	flat bool
 }
 
 // Probe locates the key's counters without reading them.
@@ -246,6 +249,7 @@ func (f *Filter) Probe(h Hash) Probe {
 		if bit := presenceBit(c); p.set[c>>6]&bit == 0 {
 			p.set[c>>6] |= bit
 			p.masks[c>>4] |= 1 << nibbleShift(c)
+			p.used |= 1 << (c >> 4)
 			need--
 		}
 	}
@@ -311,15 +315,17 @@ func (f *Filter) Test(p *Probe) bool {
 // returns how many counters went from zero to one.
 func (f *Filter) Increment(p *Probe) (raised int) {
 	if !p.flat {
-		// All eight words of the block, without a branch on which hold a
-		// counter of the key: where one holds none its mask is zero and the
-		// word is stored unchanged, within the block the undo record saved.
+		// Only the words that hold a counter of the key, about five of
+		// the eight at K=7: each store is an atomic exchange, the
+		// costliest step of a change. The loop walks the set bits of
+		// used, so no branch depends on which words those are.
 		words := f.blockOf(p)
 		if f.presence != nil {
 			f.markPresent(p)
 		}
-		for i, m := range &p.masks {
-			w := atomic.LoadUint64(&words[i])
+		for used := p.used; used != 0; used &= used - 1 {
+			i := bits.TrailingZeros8(used)
+			m, w := p.masks[i], atomic.LoadUint64(&words[i])
 			raised += bits.OnesCount64(m &^ nonZero(w))
 			atomic.StoreUint64(&words[i], w+m&^saturated(w))
 		}
@@ -348,7 +354,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		return 0, false
 	}
 	if !p.flat {
-		// As in Increment, every word of the block.
+		// As in Increment, only the words that hold the key's counters.
 		words := f.blockOf(p)
 		var presence *[2]uint64
 		var was [2]uint64
@@ -358,8 +364,9 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 			was = [2]uint64{atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])}
 		}
 		var gone [wordsPerBlock]uint64 // the counters that reach zero
-		for i, m := range &p.masks {
-			w := atomic.LoadUint64(&words[i])
+		for used := p.used; used != 0; used &= used - 1 {
+			i := bits.TrailingZeros8(used)
+			m, w := p.masks[i], atomic.LoadUint64(&words[i])
 			gone[i] = m & ones(w)
 			cleared += bits.OnesCount64(gone[i])
 			atomic.StoreUint64(&words[i], w-m&^saturated(w))

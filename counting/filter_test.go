@@ -35,6 +35,7 @@ func probeOf(counters ...uint) Probe {
 	p := Probe{words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
 	for _, c := range counters {
 		p.masks[c>>4] |= 1 << nibbleShift(c)
+		p.used |= 1 << (c >> 4)
 		p.set[c>>6] |= presenceBit(c)
 	}
 	return p
@@ -480,11 +481,13 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
 			var want [2]uint64
 			var masks [wordsPerBlock]uint64
+			var used uint8
 			chunks, drawn := f.chunks(h), 0
 			for taken := 0; taken < k; drawn++ {
 				if c := chunks.next(); want[c>>6]&presenceBit(c) == 0 {
 					want[c>>6] |= presenceBit(c)
 					masks[c>>4] |= 1 << nibbleShift(c)
+					used |= 1 << (c >> 4)
 					taken++
 				}
 			}
@@ -496,6 +499,8 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 			p := f.Probe(h)
 			require.Equal(t, want, p.set, "k=%d", k)
 			require.Equal(t, masks, p.masks, "k=%d", k)
+			// A change writes the words used names, and only those.
+			require.Equal(t, used, p.used, "k=%d", k)
 		}
 		if k >= 4 {
 			require.Greater(t, drewAgain, 100, "k=%d: too few keys drew a counter twice to test them", k)
