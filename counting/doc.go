@@ -30,7 +30,9 @@
 //
 // # Concurrency
 //
-// Counter words are read and written with atomic operations. Any number of
-// goroutines may call [Filter.Contains] and [Filter.Test] while one goroutine
-// calls [Filter.Increment] or [Filter.Decrement]; the caller serializes changes.
+// Counter words and presence bits are read with atomic loads and written
+// with atomic release stores (internal/release): a reader sees one writer's
+// stores in the order it made them. Any number of goroutines may call
+// [Filter.Contains] and [Filter.Test] while one goroutine calls
+// [Filter.Increment] or [Filter.Decrement]; the caller serializes changes.
 package counting

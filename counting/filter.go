@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/tallybloom/tallybloom/internal/release"
 )
 
 // Nibble masks over a 64-bit counter word: the low bit of every counter.
@@ -258,8 +260,9 @@ func (f *Filter) Probe(h Hash) Probe {
 
 // WarmProbe loads a word of the probe's block and one of its presence bits,
 // so that both cache misses are under way together before a change reads
-// them: the undo record of a change is sealed with an atomic store, and a
-// miss that starts only after it waits for the one before. It returns what
+// them: the undo record of a change is sealed with a store that, where it
+// is sync/atomic's (see internal/release), is a full fence, and a miss that
+// starts only after it waits for the one before. It returns what
 // it loaded, which callers may ignore.
 func (f *Filter) WarmProbe(p *Probe) uint64 {
 	if p.flat {
@@ -292,8 +295,8 @@ func (f *Filter) Test(p *Probe) bool {
 		if f.presence != nil {
 			// Loaded here, the presence bits' cache miss overlaps the
 			// counters'; a change that follows (Decrement) writes both, and
-			// an undo record saved behind an atomic store would otherwise
-			// wait for one miss and then the other. Outside a change in
+			// an undo record sealed behind a fence (as in WarmProbe) would
+			// otherwise wait for one miss and then the other. Outside a change in
 			// flight the bits agree with the counters.
 			presence := f.presenceOf(p.base / wordsPerBlock)
 			missing = p.set[0]&^atomic.LoadUint64(&presence[0]) | p.set[1]&^atomic.LoadUint64(&presence[1])
@@ -316,9 +319,9 @@ func (f *Filter) Test(p *Probe) bool {
 func (f *Filter) Increment(p *Probe) (raised int) {
 	if !p.flat {
 		// Only the words that hold a counter of the key, about five of
-		// the eight at K=7: each store is an atomic exchange, the
-		// costliest step of a change. The loop walks the set bits of
-		// used, so no branch depends on which words those are.
+		// the eight at K=7: where a store is sync/atomic's, a locked
+		// exchange, it is the costliest step of a change. Words the loop
+		// skips keep their value, within the block the undo record saved.
 		words := f.blockOf(p)
 		if f.presence != nil {
 			f.markPresent(p)
@@ -327,7 +330,7 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 			i := bits.TrailingZeros8(used)
 			m, w := p.masks[i], atomic.LoadUint64(&words[i])
 			raised += bits.OnesCount64(m &^ nonZero(w))
-			atomic.StoreUint64(&words[i], w+m&^saturated(w))
+			release.Store64(&words[i], w+m&^saturated(w))
 		}
 		return raised
 	}
@@ -341,7 +344,7 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 		raised += bits.OnesCount64(m &^ nonZero(w))
 		// Saturated counters are left alone; the rest are below 15, so the
 		// addition cannot carry into a neighbour.
-		atomic.StoreUint64(word, w+m&^saturated(w))
+		release.Store64(word, w+m&^saturated(w))
 	}
 	return raised
 }
@@ -359,7 +362,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		var presence *[2]uint64
 		var was [2]uint64
 		if f.presence != nil {
-			// Loaded before the counters' atomic stores, as in markPresent.
+			// Loaded before the counters' stores, as in markPresent.
 			presence = f.presenceOf(p.base / wordsPerBlock)
 			was = [2]uint64{atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])}
 		}
@@ -369,7 +372,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 			m, w := p.masks[i], atomic.LoadUint64(&words[i])
 			gone[i] = m & ones(w)
 			cleared += bits.OnesCount64(gone[i])
-			atomic.StoreUint64(&words[i], w-m&^saturated(w))
+			release.Store64(&words[i], w-m&^saturated(w))
 		}
 		if cleared > 0 && presence != nil {
 			clearPresence(presence, was, &gone)
@@ -385,7 +388,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		w := atomic.LoadUint64(word)
 		cleared += bits.OnesCount64(m & ones(w))
 		// Every probed counter is at least 1, so the subtraction cannot borrow.
-		atomic.StoreUint64(word, w-m&^saturated(w))
+		release.Store64(word, w-m&^saturated(w))
 	}
 	return cleared, true
 }
@@ -393,11 +396,12 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 // markPresent sets the presence bits of the probe's counters, before the
 // counters are raised: a lookup may then find the key a moment early, as it
 // may while the counters are half raised. Stored first, the bits' cache miss
-// overlaps the counters' instead of waiting behind their atomic stores.
+// overlaps the counters' instead of waiting behind their stores, which are
+// fences where they are sync/atomic's.
 func (f *Filter) markPresent(p *Probe) {
 	presence := f.presenceOf(p.base / wordsPerBlock)
-	atomic.StoreUint64(&presence[0], atomic.LoadUint64(&presence[0])|p.set[0])
-	atomic.StoreUint64(&presence[1], atomic.LoadUint64(&presence[1])|p.set[1])
+	release.Store64(&presence[0], atomic.LoadUint64(&presence[0])|p.set[0])
+	release.Store64(&presence[1], atomic.LoadUint64(&presence[1])|p.set[1])
 }
 
 // clearPresence stores presence bits that were was, less those of the
@@ -409,8 +413,8 @@ func clearPresence(presence *[2]uint64, was [2]uint64, gone *[wordsPerBlock]uint
 	for i, flags := range gone {
 		addWordBits(&clear, i, gatherFlags(flags))
 	}
-	atomic.StoreUint64(&presence[0], was[0]&^clear[0])
-	atomic.StoreUint64(&presence[1], was[1]&^clear[1])
+	release.Store64(&presence[0], was[0]&^clear[0])
+	release.Store64(&presence[1], was[1]&^clear[1])
 }
 
 // RebuildPresence sets the presence bits from the counters, for a region
@@ -432,8 +436,8 @@ func (f *Filter) RebuildPresenceOf(offset, length uint64) {
 	last := min(offset+length, f.geometry.Bytes()) - 1
 	for block := offset / BlockBytes; block <= last/BlockBytes; block++ {
 		want, presence := blockPresence(f.blockWords(block)), f.presenceOf(block)
-		atomic.StoreUint64(&presence[0], want[0])
-		atomic.StoreUint64(&presence[1], want[1])
+		release.Store64(&presence[0], want[0])
+		release.Store64(&presence[1], want[1])
 	}
 }
 

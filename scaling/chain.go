@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/internal/release"
 )
 
 // Chain is the chain of sub-filters.
@@ -176,10 +177,10 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 	sub.filter.WarmProbe(&p)
 	c.storage.Touch(sub, p)
 	raised := sub.filter.Increment(&p)
-	atomic.AddUint64(sub.count, 1)
-	atomic.AddUint64(sub.nonZero, uint64(raised))
+	release.Add64(sub.count, 1)
+	release.Add64(sub.nonZero, uint64(raised))
 	if id > sub.MaxID() {
-		atomic.StoreUint64(sub.maxID, id)
+		release.Store64(sub.maxID, id)
 	}
 	return nil
 }
@@ -200,8 +201,8 @@ func (c *Chain) Remove(h counting.Hash, id uint64) error {
 	}
 	c.storage.Touch(sub, p)
 	cleared, _ := sub.filter.Decrement(&p)
-	atomic.AddUint64(sub.count, ^uint64(0))
-	atomic.AddUint64(sub.nonZero, ^uint64(cleared-1))
+	release.Add64(sub.count, ^uint64(0))
+	release.Add64(sub.nonZero, ^uint64(cleared-1))
 	return nil
 }
 

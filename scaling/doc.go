@@ -26,7 +26,9 @@
 //
 // # Concurrency
 //
-// Changes (Add, Remove, TestAndAdd, DropBefore) are serialized by the caller.
-// Contains and SubFilters may run at any time from any goroutine: they read
-// an immutable snapshot of the chain and take no lock.
+// Changes (Add, Remove, TestAndAdd, DropBefore) are serialized by the caller,
+// and are the only writers of the tallies, which they update with a load and
+// a release store (internal/release) rather than a locked add. Contains and
+// SubFilters may run at any time from any goroutine: they read an immutable
+// snapshot of the chain and take no lock.
 package scaling

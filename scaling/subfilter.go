@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/internal/release"
 )
 
 // Space is the storage of one sub-filter: its counters and presence bits,
@@ -125,7 +126,7 @@ func (s *SubFilter) ExpectedFalsePositiveRate() float64 {
 }
 
 func (s *SubFilter) resetTallies() {
-	atomic.StoreUint64(s.count, 0)
-	atomic.StoreUint64(s.maxID, 0)
-	atomic.StoreUint64(s.nonZero, 0)
+	release.Store64(s.count, 0)
+	release.Store64(s.maxID, 0)
+	release.Store64(s.nonZero, 0)
 }

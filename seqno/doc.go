@@ -27,5 +27,7 @@
 // # Concurrency
 //
 // One goroutine (the writer) calls Begin, Save, Seal and Commit; MemSeq may be
-// read from any goroutine or process.
+// read from any goroutine or process. The sequences are stored with release
+// order (internal/release), which is all the protocol needs: the record
+// before its sequence, the change's writes before the commit.
 package seqno

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/tallybloom/tallybloom/internal/release"
 )
 
 // The journal's layout. Never change these: they are part of the file format.
@@ -93,8 +95,8 @@ func (j *Journal) MemSeq() uint64 { return atomic.LoadUint64(j.memSeq) }
 // Reset sets the memory sequence to seq and forgets any undo record: for a
 // new file, or after a pending record was applied.
 func (j *Journal) Reset(seq uint64) {
-	atomic.StoreUint64(j.undo, 0)
-	atomic.StoreUint64(j.memSeq, seq)
+	release.Store64(j.undo, 0)
+	release.Store64(j.memSeq, seq)
 }
 
 // Padding is the journal's room that the format keeps zero: the rest of the
@@ -130,11 +132,11 @@ func (j *Journal) Seal() {
 	binary.LittleEndian.PutUint32(j.region[undoCount:], uint32(j.spans))
 	binary.LittleEndian.PutUint32(j.region[undoCRC:], j.checksum(seq, j.spans))
 	// The sequence goes last: a record naming the next sequence is whole.
-	atomic.StoreUint64(j.undo, seq)
+	release.Store64(j.undo, seq)
 }
 
 // Commit makes the sealed change the last committed one.
-func (j *Journal) Commit() { atomic.StoreUint64(j.memSeq, atomic.LoadUint64(j.undo)) }
+func (j *Journal) Commit() { release.Store64(j.memSeq, atomic.LoadUint64(j.undo)) }
 
 // Pending returns the undo record of a change that was sealed but never
 // committed, if there is one.
