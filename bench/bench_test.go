@@ -19,23 +19,36 @@ import (
 var sizesFlag = flag.String("sizes", "ci", `filter sizes: "ci" (tiny), "short" or "full"`)
 
 // size is one filter size: its label, the capacity it is built for and the
-// keys added before measuring.
+// keys added before measuring. An Add into a fresh size starts from an
+// empty filter; into the others, from the filled one.
 type size struct {
 	label          string
 	capacity, fill uint64
+	fresh          bool
 }
 
 func sizes(b *testing.B) []size {
 	switch *sizesFlag {
 	case "ci":
-		return []size{{"1M", 20_000, 20_000}, {"64M", 100_000, 100_000}}
+		return []size{{"1M", 20_000, 20_000, true}, {"64M", 100_000, 100_000, false}}
 	case "short":
-		return []size{{"1M", 1_000_000, 1_000_000}, {"64M", 64_000_000, 8_000_000}}
+		return []size{{"1M", 1_000_000, 1_000_000, true}, {"64M", 64_000_000, 8_000_000, false}}
 	case "full":
-		return []size{{"1M", 1_000_000, 1_000_000}, {"64M", 64_000_000, 64_000_000}}
+		return []size{{"1M", 1_000_000, 1_000_000, true}, {"64M", 64_000_000, 64_000_000, false}}
 	}
 	b.Fatalf("unknown -sizes %q", *sizesFlag)
 	return nil
+}
+
+// withCache is sizes with, before them, a filter of 20 000 keys that stays
+// in the cache, for the workloads whose time in the cache the report
+// quotes: what is left of a ratio once memory is out of it. In ci mode the
+// "1M" size is already that small.
+func withCache(b *testing.B) []size {
+	if *sizesFlag == "ci" {
+		return sizes(b)
+	}
+	return append([]size{{"20K", 20_000, 20_000, true}}, sizes(b)...)
 }
 
 const probeKeys = 1 << 16 // keys cycled through while timing
@@ -144,7 +157,7 @@ func every(keys [][]byte, n int) [][]byte {
 // filter's bytes per key and measured false-positive rate.
 func BenchmarkContains(b *testing.B) {
 	nonMembers := Keys(probeKeys, 2)
-	for _, s := range sizes(b) {
+	for _, s := range withCache(b) {
 		for _, lib := range Libraries {
 			for _, kind := range []string{"member", "non-member"} {
 				b.Run(fmt.Sprintf("%s/%s/%s", s.label, lib, kind), func(b *testing.B) {
@@ -168,17 +181,17 @@ func BenchmarkContains(b *testing.B) {
 }
 
 // BenchmarkAdd adds keys to a filter built for the size, in the steady state
-// of a service. The 1M filters start empty: the first few thousand adds of a
-// run of millions touch every page. The 64M filters are the filled ones,
-// whose pages the fill has touched; an add into an untouched page is
-// BenchmarkAddUntouched's.
+// of a service. The 20K and 1M filters start empty: the first few thousand
+// adds of a run of millions touch every page. The 64M filters are the
+// filled ones, whose pages the fill has touched; an add into an untouched
+// page is BenchmarkAddUntouched's.
 func BenchmarkAdd(b *testing.B) {
 	keys := Keys(probeKeys, 3)
-	for i, s := range sizes(b) {
+	for _, s := range withCache(b) {
 		for _, lib := range Libraries {
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
 				var subject Subject
-				if i == 0 {
+				if s.fresh {
 					subject = newSubject(b, lib, s.capacity)
 					if t, ok := subject.(*tally); ok {
 						defer t.Close()

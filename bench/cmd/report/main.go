@@ -180,10 +180,10 @@ const (
 
 // Why a missed target is missed, shared by the rows of one target.
 const (
-	whyCache        = "lookups read the presence bits, one bit a counter, where the counters take four. Fixed at 1%% the presence bits of 1M keys take 1.35 MB, near bits-and-blooms' 1.2 MB of bits, and a lookup measures %.2fx bits-and-blooms' time in this run. By default the chain's first sub-filter is built for 0.1%%, so that the whole chain stays under 1%%: its presence bits take 2.3 MB, twice bits-and-blooms' room, and a lookup measures %.2fx (%.2fx with LargePages); on this machine (the memory latency rows) a dependent load costs %.0f ns within 1 MiB, %.0f ns within 4 MiB and %.0f ns within 8 MiB. With counters only a lookup reads the 5.4 MB of counters and measures %.2fx: the memory Config.CountersOnly saves is paid for here. In the cache (a filter of 20 000 keys, medians of 3, measured apart from this report) a member lookup takes about 51 ns fixed and 57 with counters only, against bits-and-blooms' 82: what is left at 1M is where the bytes come from"
-	whyAdd          = "an Add raises its counters and sets its presence bits, two cache lines, then seals an undo record and commits a sequence, under the writer's mutex. In the cache (a filter of 20 000 keys, medians of 3, measured apart from this report) an Add takes about 161 ns fixed and 152 with counters only, against bits-and-blooms' 86 (1.9x and 1.8x); at 1M the trip to memory for the block, which the undo record copies before anything is written, adds the rest. Profiled in the cache, an Add with counters only spends about 14% of its time hashing the key (16 to 64 bytes), 14% locating its counters, 16% raising them, 13% checksumming the undo record with crc32c, 14% taking and releasing the mutex, and 12% saving and sealing the record and committing the sequence. Counter words, presence bits, tallies and sequences are stored with release order, a plain move on amd64, not sync/atomic's locked exchange, which cut an Add at 1M by about a sixth; only the mutex's two locked instructions are left. The undo record and the sequence are what make an Add exact after a crash, and the bytes the checksum covers are fixed by the file format"
+	whyCache        = "lookups read the presence bits, one bit a counter, where the counters take four. Fixed at 1%% the presence bits of 1M keys take 1.35 MB, near bits-and-blooms' 1.2 MB of bits, and a lookup measures %.2fx bits-and-blooms' time in this run. By default the chain's first sub-filter is built for 0.1%%, so that the whole chain stays under 1%%: its presence bits take 2.3 MB, twice bits-and-blooms' room, and a lookup measures %.2fx (%.2fx with LargePages); on this machine (the memory latency rows) a dependent load costs %.0f ns within 1 MiB, %.0f ns within 4 MiB and %.0f ns within 8 MiB. With counters only a lookup reads the 5.4 MB of counters and measures %.2fx: the memory Config.CountersOnly saves is paid for here. In the cache (a filter of 20 000 keys, the 20K rows) a member lookup takes %.0f ns fixed and %.0f with counters only, against bits-and-blooms' %.0f: what is left at 1M is where the bytes come from"
+	whyAdd          = "an Add raises its counters and sets its presence bits, two cache lines, then seals an undo record and commits a sequence, under the writer's mutex. In the cache (a filter of 20 000 keys, the 20K rows) an Add takes %.0f ns fixed and %.0f with counters only, against bits-and-blooms' %.0f (%.2fx and %.2fx); at 1M the trip to memory for the block, which the undo record copies before anything is written, adds the rest. Profiled in the cache, an Add with counters only spends about 14%% of its time hashing the key (16 to 64 bytes), 14%% locating its counters, 16%% raising them, 13%% checksumming the undo record with crc32c, 14%% taking and releasing the mutex, and 12%% saving and sealing the record and committing the sequence. Counter words, presence bits, tallies and sequences are stored with release order, a plain move on amd64, not sync/atomic's locked exchange, which cut an Add at 1M by about a sixth; only the mutex's two locked instructions are left. The undo record and the sequence are what make an Add exact after a crash, and the bytes the checksum covers are fixed by the file format"
 	whyBig          = "a lookup reads 16 bytes of presence bits in one cache line, where bits-and-blooms' reads seven that run in parallel. Fixed at 1%% the presence bits take 86 MB and a lookup measures %.2fx bits-and-blooms' time; by default (150 MB of presence bits) %.2fx; by default with LargePages (2 MiB pages, as /proc/self/smaps shows) %.2fx; with counters only (344 MB of counters) %.2fx. How far the presence bits move this row depends on the machine's last-level cache: where it holds a good part of 86 or 150 MB and little of 344 MB, counters only pays for its smaller file here; where all of them come from memory the four ways are close. blobloom, one cache line a lookup in 88 MB, measures %.2fx: at this size a lookup costs the latency of one line from memory, divided by how many lookups the processor keeps in flight at once, and fewer instructions a lookup keep more in flight. Counted with cachegrind a tallybloom lookup into one sub-filter is about 380 instructions (the hash about 145, drawing the key's presence bits about 100), and a blobloom lookup with its xxhash about 250. bits-and-blooms' own time at 64M moves between runs on a virtual machine, and these ratios with it (see the range)"
-	whyBoomCounting = "BoomFilters' counting filter at 1M keys takes 4.8 MB, where tallybloom's lookups read 1.35 MB of presence bits (fixed). In the cache (a filter of 20 000 keys, medians of 3, measured apart from this report) its lookup takes about 88 ns and its Add 117 ns, against tallybloom's 51 and 161 fixed; 4x faster would be 22 and 29 ns, where hashing a key of 16 to 64 bytes alone takes tallybloom 6 to 12 ns and blobloom, one cache line and no counters, takes 38 ns a lookup. A tallybloom Add also sets presence bits, seals an undo record and commits a sequence, which BoomFilters' does not"
+	whyBoomCounting = "BoomFilters' counting filter at 1M keys takes 4.8 MB, where tallybloom's lookups read 1.35 MB of presence bits (fixed). In the cache (a filter of 20 000 keys, the 20K rows) its lookup takes %.0f ns and its Add %.0f ns, against tallybloom's %.0f and %.0f fixed; 4x faster would be %.0f and %.0f ns, where hashing a key of 16 to 64 bytes alone takes tallybloom 6 to 12 ns and blobloom, one cache line and no counters, takes %.0f ns a lookup. A tallybloom Add also sets presence bits, seals an undo record and commits a sequence, which BoomFilters' does not"
 	whyChain        = "the presence bits of the ten blocks are loaded together before any is tested, then four bits of each are tested without a branch, so that only the few sub-filters left need a whole test; what remains is one trip to memory plus a few ns of work per sub-filter"
 	whyTenVsOne     = "one sub-filter of 100 000 keys stays in the cache and ten do not, so the ratio measures a trip to memory as much as the chain: a key never added needs the presence bits of its block in each of the ten, loaded together before any is tested, and then four bits of each are tested without a branch"
 	whyBatch        = "ContainsBatch reads a byte at each end of every key of a group of 64, so that the keys' own cache misses are in flight together, then hashes them and loads every block of the group before testing any. In this run a single call takes %.0f ns a key and a batch %.0f, where a dependent load within 64 MiB takes %.0f ns and independent loads into 512 MiB %.1f ns each (the memory rows): where a single call takes less than a trip to memory its lookups come partly from the last-level cache and a batch has less to overlap, and the hash, about a third of a batched lookup's time, overlaps nothing. Hashing and warming each key in turn, and groups of 16 to 256 keys, were measured and were no faster"
@@ -206,8 +206,21 @@ func targets(r map[string]result) []target {
 	whyBig64 := fmt.Sprintf(whyBig, vsBnb("64M", "tallybloom-fixed"), vsBnb("64M", "tallybloom"), vsBnb("64M", "tallybloom-large"),
 		vsBnb("64M", "tallybloom-counters"), vsBnb("64M", "blobloom"))
 	latency := func(mib int) float64 { return median(values(r, fmt.Sprintf("MemoryLatency/MiB=%d", mib), "ns/op")) }
+	cached := func(workload, lib string) float64 {
+		name := "Add/20K/" + lib
+		if workload == "Contains" {
+			name = "Contains/20K/" + lib + "/member"
+		}
+		return median(values(r, name, "ns/op"))
+	}
 	whyCache1 := fmt.Sprintf(whyCache, vsBnb("1M", "tallybloom-fixed"), vsBnb("1M", "tallybloom"), vsBnb("1M", "tallybloom-large"),
-		latency(1), latency(4), latency(8), vsBnb("1M", "tallybloom-counters"))
+		latency(1), latency(4), latency(8), vsBnb("1M", "tallybloom-counters"),
+		cached("Contains", "tallybloom-fixed"), cached("Contains", "tallybloom-counters"), cached("Contains", "bits-and-blooms"))
+	addFixed, addCounters, addBnb := cached("Add", "tallybloom-fixed"), cached("Add", "tallybloom-counters"), cached("Add", "bits-and-blooms")
+	whyAdd1 := fmt.Sprintf(whyAdd, addFixed, addCounters, addBnb, addFixed/addBnb, addCounters/addBnb)
+	boomContains, boomAdd := cached("Contains", "boom-counting"), cached("Add", "boom-counting")
+	whyBoomCounting1 := fmt.Sprintf(whyBoomCounting, boomContains, boomAdd, cached("Contains", "tallybloom-fixed"), addFixed,
+		boomContains/4, boomAdd/4, cached("Contains", "blobloom"))
 	whyBatchOf := func(lib string) string {
 		perKey := func(kind string) float64 { return median(values(r, "ContainsBatch/64M/"+lib+"/"+kind, "ns/key")) }
 		return fmt.Sprintf(whyBatch, perKey("single"), perKey("batch"), latency(64), median(values(r, "MemoryParallel/MiB=512", "ns/load")))
@@ -216,15 +229,15 @@ func targets(r map[string]result) []target {
 		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asDefault, ns("Contains/1M/tallybloom/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
 		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asFixed, ns("Contains/1M/tallybloom-fixed/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
 		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asCounters, ns("Contains/1M/tallybloom-counters/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
-		{"Add, 1M, vs bits-and-blooms Add", asDefault, ns("Add/1M/tallybloom", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd},
-		{"Add, 1M, vs bits-and-blooms Add", asFixed, ns("Add/1M/tallybloom-fixed", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd},
-		{"Add, 1M, vs bits-and-blooms Add", asCounters, ns("Add/1M/tallybloom-counters", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd},
+		{"Add, 1M, vs bits-and-blooms Add", asDefault, ns("Add/1M/tallybloom", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd1},
+		{"Add, 1M, vs bits-and-blooms Add", asFixed, ns("Add/1M/tallybloom-fixed", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd1},
+		{"Add, 1M, vs bits-and-blooms Add", asCounters, ns("Add/1M/tallybloom-counters", "Add/1M/bits-and-blooms"), 1.5, 0, whyAdd1},
 		{"Contains, 64M, vs bits-and-blooms Test", asDefault, ns("Contains/64M/tallybloom/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
 		{"Contains, 64M, vs bits-and-blooms Test", asFixed, ns("Contains/64M/tallybloom-fixed/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
 		{"Contains, 64M, vs bits-and-blooms Test", asLarge, ns("Contains/64M/tallybloom-large/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
 		{"Contains, 64M, vs bits-and-blooms Test", asCounters, ns("Contains/64M/tallybloom-counters/member", "Contains/64M/bits-and-blooms/member"), 0.7, 0, whyBig64},
-		{"Add vs BoomFilters counting (speed-up)", asFixed, ns("Add/1M/boom-counting", "Add/1M/tallybloom-fixed"), 0, 4, whyBoomCounting},
-		{"Contains vs BoomFilters counting (speed-up)", asFixed, ns("Contains/1M/boom-counting/member", "Contains/1M/tallybloom-fixed/member"), 0, 4, whyBoomCounting},
+		{"Add vs BoomFilters counting (speed-up)", asFixed, ns("Add/1M/boom-counting", "Add/1M/tallybloom-fixed"), 0, 4, whyBoomCounting1},
+		{"Contains vs BoomFilters counting (speed-up)", asFixed, ns("Contains/1M/boom-counting/member", "Contains/1M/tallybloom-fixed/member"), 0, 4, whyBoomCounting1},
 		{"Contains vs BoomFilters scalable, 10 sub-filters (speed-up)", asDefault, ns("Chain/subs=10/boom-scalable", "Chain/subs=10/tallybloom"), 0, 2, whyChain},
 		{"Contains vs BoomFilters scalable, 10 sub-filters (speed-up)", asLarge, ns("Chain/subs=10/boom-scalable", "Chain/subs=10/tallybloom-large"), 0, 2, whyChain},
 		{"Contains of non-members, 10 sub-filters vs 1", asDefault, ns("Chain/subs=10/tallybloom", "Chain/subs=1/tallybloom"), 4, 0, whyTenVsOne},
@@ -246,7 +259,7 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 	fmt.Fprintf(&b, "# tallybloom against its peers\n\n")
 	fmt.Fprintf(&b, "Written by `go run ./cmd/report` (%s mode, the median of %d runs of %s each, %s in all). ", mode, count, benchtime, took.Round(time.Second))
 	fmt.Fprintf(&b, "Every filter is configured for a 1%% false-positive rate; tallybloom's rate bounds its whole chain. ")
-	fmt.Fprintf(&b, "The keys are generated before the timing and lie one after another in memory, walked in order, so that each is in the cache when a filter gets it, as a key a service has just read from a request is; the times are the filters', not a cache miss on the key. ")
+	fmt.Fprintf(&b, "The keys are generated before the timing and lie one after another in memory, walked in order, so that each is in the cache when a filter gets it, as a key a service has just read from a request is; the times are the filters', not a cache miss on the key. The 20K filters, of 20 000 keys, stay in the cache: what is left of a ratio once memory is out of it. ")
 	if mode == "short" {
 		fmt.Fprintf(&b, "In short mode the 64M filters are built for 64M keys and hold 8M.")
 	}
@@ -281,7 +294,7 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 
 	fmt.Fprintf(&b, "\n## Lookups and adds\n\n![ns/op against filter size](%s)\n\n", chart)
 	fmt.Fprintf(&b, "| workload | size | library | ns/op | vs bits-and-blooms | allocs/op | bits/key | measured false positives |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, size := range []string{"1M", "64M"} {
+	for _, size := range []string{"20K", "1M", "64M"} {
 		for _, w := range []string{"Contains member", "Contains non-member", "Add"} {
 			for _, lib := range libraries {
 				name := "Add/" + size + "/" + lib
@@ -299,7 +312,7 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nAt 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
+	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
 		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
 	fmt.Fprintf(&b, "\n## Everything else\n\n| benchmark | ns/op | allocs/op | other |\n| --- | --- | --- | --- |\n")
 	names := make([]string, 0, len(r))
@@ -362,14 +375,19 @@ func drawChart(r map[string]result, path string) error {
 	p.X.Label.Text = "filter built for (million keys)"
 	p.Y.Label.Text = "ns/op"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{}
+	sizes := []struct {
+		label string
+		x     float64
+	}{{"20K", 0.02}, {"1M", 1}, {"64M", 64}}
+	var ticks []plot.Tick
+	for _, size := range sizes {
+		ticks = append(ticks, plot.Tick{Value: size.x, Label: strconv.FormatFloat(size.x, 'g', -1, 64)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	var lines []any
 	for _, lib := range libraries {
 		var points plotter.XYs
-		for _, size := range []struct {
-			label string
-			x     float64
-		}{{"1M", 1}, {"64M", 64}} {
+		for _, size := range sizes {
 			if v := get(r, "Contains/"+size.label+"/"+lib+"/member", "ns/op"); !math.IsNaN(v) {
 				points = append(points, plotter.XY{X: size.x, Y: v})
 			}
