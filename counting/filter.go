@@ -262,8 +262,8 @@ func (f *Filter) Probe(h Hash) Probe {
 // so that both cache misses are under way together before a change reads
 // them: the undo record of a change is sealed with a store that, where it
 // is sync/atomic's (see internal/release), is a full fence, and a miss that
-// starts only after it waits for the one before. It returns what
-// it loaded, which callers may ignore.
+// starts only after it waits for the one before. It returns what it
+// loaded, which callers may ignore.
 func (f *Filter) WarmProbe(p *Probe) uint64 {
 	if p.flat {
 		return 0
@@ -296,8 +296,8 @@ func (f *Filter) Test(p *Probe) bool {
 			// Loaded here, the presence bits' cache miss overlaps the
 			// counters'; a change that follows (Decrement) writes both, and
 			// an undo record sealed behind a fence (as in WarmProbe) would
-			// otherwise wait for one miss and then the other. Outside a change in
-			// flight the bits agree with the counters.
+			// otherwise wait for one miss and then the other. Outside a
+			// change in flight the bits agree with the counters.
 			presence := f.presenceOf(p.base / wordsPerBlock)
 			missing = p.set[0]&^atomic.LoadUint64(&presence[0]) | p.set[1]&^atomic.LoadUint64(&presence[1])
 		}
