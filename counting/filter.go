@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/tallybloom/tallybloom/internal/prefetch"
 	"github.com/tallybloom/tallybloom/internal/release"
 )
 
@@ -198,6 +199,20 @@ func (f *Filter) Warm(h Hash) uint64 {
 		return 0 // at most 512 bytes: warm after the first lookup anyway
 	}
 	return f.warmBlock(f.block(h))
+}
+
+// Prefetch asks for the key's block and its presence bits without waiting
+// for them. It reads neither: a caller may prefetch a filter whose regions
+// are being unmapped (see internal/prefetch).
+func (f *Filter) Prefetch(h Hash) {
+	if f.geometry.Flat {
+		return
+	}
+	block := f.block(h)
+	prefetch.Line(unsafe.Pointer(&f.words[block*wordsPerBlock]))
+	if f.presence != nil {
+		prefetch.Line(unsafe.Pointer(f.presenceOf(block)))
+	}
 }
 
 // warmBlock loads a word of block and one of its presence bits.

@@ -138,6 +138,18 @@ func (c *Chain) WarmChanges(hashes []counting.Hash, ids []uint64) {
 	}
 }
 
+// PrefetchChange asks for the block an add or remove of the key with id
+// would write, in the sub-filter id routes to now, without waiting for it.
+// It takes no lock: a caller asks before it waits for the writer's lock, so
+// that the block's cache miss runs while it does. It changes nothing, and a
+// prefetch never faults, so a sub-filter retired meanwhile does no harm.
+func (c *Chain) PrefetchChange(h counting.Hash, id uint64) {
+	subs := c.current.Load().subs
+	if i, err := route(subs, id); err == nil {
+		subs[i].filter.Prefetch(h)
+	}
+}
+
 // containsIn tests the key against a snapshot: the one sub-filter, or the
 // candidates the set leaves, newest first.
 func containsIn(snap *snapshot, h counting.Hash) bool {
