@@ -189,18 +189,6 @@ func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
 // puts every chunk's counter in presenceBit's order at once.
 const sevens = 0x070e1c3870e1c387
 
-// Warm loads one word of the key's block, and of its presence bits, so that
-// their cache lines are on their way before Contains or a change needs
-// them: a caller that warms several blocks first lets their cache misses
-// overlap instead of queueing. It returns what it loaded, which callers may
-// ignore.
-func (f *Filter) Warm(h Hash) uint64 {
-	if f.geometry.Flat {
-		return 0 // at most 512 bytes: warm after the first lookup anyway
-	}
-	return f.warmBlock(f.block(h))
-}
-
 // Prefetch asks for the key's block and its presence bits without waiting
 // for them. It reads neither: a caller may prefetch a filter whose regions
 // are being unmapped (see internal/prefetch).

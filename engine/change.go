@@ -249,7 +249,7 @@ func (f *Filter) changeBatch(op string, keys [][]byte, ids []uint64, change func
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	// Warming reads the mapping, which a closed filter no longer has.
+	// Refused whole, a batch gets the sentinel itself, not a BatchError.
 	if err := f.changeableLocked(); err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (f *Filter) changeBatch(op string, keys [][]byte, ids []uint64, change func
 	for done := 0; done < len(keys); {
 		n := min(batchGroup, len(keys)-done)
 		group := f.hashGroup(keys[done:done+n], &hashes)
-		f.chain.WarmChanges(group, ids[done:done+n])
+		f.chain.PrefetchChanges(group, ids[done:done+n])
 		for i, h := range group {
 			err := f.beginLocked()
 			if err == nil {

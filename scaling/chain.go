@@ -124,27 +124,28 @@ func (c *Chain) ContainsBatch(hashes []counting.Hash, out []bool) []bool {
 	return out
 }
 
-// WarmChanges loads a word of the block each add or remove of a batch will
-// touch, in the sub-filter its id routes to now, so that the batch's cache
+// PrefetchChanges asks for the block each add or remove of a batch will
+// write, in the sub-filter its id routes to now, so that the batch's cache
 // misses are under way before the first change needs its block. An add
 // that opens a new sub-filter finds its block cold; nothing else depends on
-// the warming.
-func (c *Chain) WarmChanges(hashes []counting.Hash, ids []uint64) {
+// the request.
+func (c *Chain) PrefetchChanges(hashes []counting.Hash, ids []uint64) {
 	subs := c.current.Load().subs
 	for i, h := range hashes {
-		if j, err := route(subs, ids[i]); err == nil {
-			subs[j].filter.Warm(h)
-		}
+		prefetchIn(subs, h, ids[i])
 	}
 }
 
 // PrefetchChange asks for the block an add or remove of the key with id
-// would write, in the sub-filter id routes to now, without waiting for it.
-// It takes no lock: a caller asks before it waits for the writer's lock, so
-// that the block's cache miss runs while it does. It changes nothing, and a
-// prefetch never faults, so a sub-filter retired meanwhile does no harm.
+// would write, as PrefetchChanges does. It takes no lock: a caller asks
+// before it waits for the writer's lock, so that the block's cache miss
+// runs while it does. It changes nothing, and a prefetch never faults, so a
+// sub-filter retired meanwhile does no harm.
 func (c *Chain) PrefetchChange(h counting.Hash, id uint64) {
-	subs := c.current.Load().subs
+	prefetchIn(c.current.Load().subs, h, id)
+}
+
+func prefetchIn(subs []*SubFilter, h counting.Hash, id uint64) {
 	if i, err := route(subs, id); err == nil {
 		subs[i].filter.Prefetch(h)
 	}
