@@ -197,7 +197,7 @@ func (f *Filter) Prefetch(h Hash) {
 		return
 	}
 	block := f.block(h)
-	prefetch.Line(unsafe.Pointer(&f.words[block*wordsPerBlock]))
+	prefetch.Line(unsafe.Pointer(f.blockWords(block)))
 	if f.presence != nil {
 		prefetch.Line(unsafe.Pointer(f.presenceOf(block)))
 	}
@@ -265,8 +265,10 @@ func (f *Filter) Probe(h Hash) Probe {
 // so that both cache misses are under way together before a change reads
 // them: the undo record of a change is sealed with a store that, where it
 // is sync/atomic's (see internal/release), is a full fence, and a miss that
-// starts only after it waits for the one before. It returns what it
-// loaded, which callers may ignore.
+// starts only after it waits for the one before. An add has usually asked
+// for both lines before it took the lock (Prefetch); this load starts them
+// where Prefetch does nothing. It returns what it loaded, which callers may
+// ignore.
 func (f *Filter) WarmProbe(p *Probe) uint64 {
 	if p.flat {
 		return 0

@@ -14,7 +14,7 @@
 // it in program order. Elsewhere, and under the race detector, it is
 // sync/atomic's store, so that `go test -race` sees every write as atomic.
 //
-// Readers load with sync/atomic as before.
+// Readers load with sync/atomic.
 //
 // # Concurrency
 //
