@@ -614,3 +614,36 @@ func saturated(w uint64) uint64 { return w & (w >> 1) & (w >> 2) & (w >> 3) & lo
 
 // ones has the low bit of every counter of w that is exactly 1 set.
 func ones(w uint64) uint64 { return w &^ (w >> 1) &^ (w >> 2) &^ (w >> 3) & lowBits }
+
+// ContainsBatch appends Contains of every hash to out. It asks for every
+// hash's presence bits (or block) before it tests any, so that their cache
+// misses are under way together, and a filter that keeps presence bits
+// keeps each address for the test. A prefetch, not a load: it does not
+// hold the processor up while the miss is outstanding.
+func (f *Filter) ContainsBatch(hashes []Hash, out []bool) []bool {
+	if f.presence == nil {
+		for _, h := range hashes {
+			f.Prefetch(h)
+		}
+		for _, h := range hashes {
+			out = append(out, f.Contains(h))
+		}
+		return out
+	}
+	const group = 64
+	var places [group]*[2]uint64
+	for len(hashes) > 0 {
+		n := min(group, len(hashes))
+		for i, h := range hashes[:n] {
+			places[i] = f.presenceOf(f.block(h))
+			prefetch.Line(unsafe.Pointer(places[i]))
+		}
+		for i, h := range hashes[:n] {
+			lo, hi := atomic.LoadUint64(&places[i][0]), atomic.LoadUint64(&places[i][1])
+			want0, want1 := f.presenceSet(h)
+			out = append(out, want0&^lo|want1&^hi == 0)
+		}
+		hashes = hashes[n:]
+	}
+	return out
+}

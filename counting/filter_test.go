@@ -147,6 +147,42 @@ func TestContainsAgreesWithProbe(t *testing.T) {
 	}
 }
 
+// ContainsBatch answers every hash as Contains does, for batches of any
+// length, appending to what out holds.
+func TestContainsBatchAgreesWithContains(t *testing.T) {
+	planned, err := Plan(5000, 0.01)
+	require.NoError(t, err)
+	flat, err := Plan(100, 0.01)
+	require.NoError(t, err)
+	require.True(t, flat.Flat)
+	for _, g := range []Geometry{planned, flat, {Blocks: 512, K: 10}, {Blocks: 512, K: MaxK}} {
+		for _, presence := range []bool{true, false} {
+			t.Run(fmt.Sprintf("k=%d/flat=%v/presence=%v", g.K, g.Flat, presence), func(t *testing.T) {
+				f, _ := newTestFilter(t, g, presence)
+				h := NewHasher(1)
+				added := int(float64(g.Counters()) * 0.69 / float64(g.K))
+				hashes := make([]Hash, added+1000)
+				for i := range hashes {
+					hashes[i] = h.Key(key(i))
+					if i < added {
+						p := f.Probe(hashes[i])
+						f.Increment(&p)
+					}
+				}
+				want := []bool{true}
+				for _, hk := range hashes {
+					want = append(want, f.Contains(hk))
+				}
+				require.Contains(t, want[1:], false, "no key was absent: the comparison proves nothing")
+				for _, n := range []int{0, 1, 63, 64, 65, 130, len(hashes)} {
+					got := f.ContainsBatch(hashes[:n], []bool{true})
+					require.Equal(t, want[:n+1], got, "batch of %d", n)
+				}
+			})
+		}
+	}
+}
+
 func TestStringHashEqualsBytesHash(t *testing.T) {
 	h := NewHasher(99)
 	for _, s := range []string{"", "a", "https://example.com/some/long/path/that/is/more/than/32/bytes"} {

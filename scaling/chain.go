@@ -109,12 +109,18 @@ func (c *Chain) SubFilters() []*SubFilter { return c.current.Load().subs }
 // a key in none of them costs about one miss, not one per sub-filter.
 func (c *Chain) Contains(h counting.Hash) bool { return containsIn(c.current.Load(), h) }
 
-// ContainsBatch appends to out whether any sub-filter holds each hash. It
-// first loads a word of every hash's block in every sub-filter, all from one
-// snapshot, so that all their cache misses are under way together before
-// any is tested.
+// ContainsBatch appends to out whether any sub-filter holds each hash, all
+// from one snapshot. A chain of one sub-filter hands the batch to it, which
+// asks for every hash's block before it tests any; a longer chain first
+// loads a word of every hash's block in every sub-filter, so that all their
+// cache misses are under way together before any is tested.
 func (c *Chain) ContainsBatch(hashes []counting.Hash, out []bool) []bool {
 	snap := c.current.Load()
+	if len(snap.subs) == 1 {
+		out = snap.subs[0].filter.ContainsBatch(hashes, out)
+		runtime.KeepAlive(snap)
+		return out
+	}
 	for _, h := range hashes {
 		snap.set.Warm(h)
 	}
