@@ -3,7 +3,6 @@ package seqno
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"sync/atomic"
 	"unsafe"
 
@@ -67,9 +66,6 @@ type Journal struct {
 	memSeq *uint64
 	undo   *uint64
 	spans  int
-	// head is scratch room for the checksummed sequence and count; a field,
-	// so that checksumming does not allocate.
-	head [12]byte
 }
 
 // NewJournal returns a Journal over region[:JournalSize]; region must be
@@ -169,8 +165,5 @@ func (j *Journal) Pending() ([]Span, bool, error) {
 }
 
 func (j *Journal) checksum(seq uint64, spans int) uint32 {
-	binary.LittleEndian.PutUint64(j.head[:], seq)
-	binary.LittleEndian.PutUint32(j.head[8:], uint32(spans))
-	crc := crc32.Update(0, castagnoli, j.head[:])
-	return crc32.Update(crc, castagnoli, j.region[undoSpans:undoSpans+spans*spanSize])
+	return recordChecksum(seq, spans, j.region[undoSpans:undoSpans+spans*spanSize])
 }
