@@ -1,15 +1,12 @@
 package seqno
 
-import (
-	"encoding/binary"
-	"hash/crc32"
-)
+import "hash/crc32"
 
 // An undo record's checksum is on the path of every change, and crc32c of
 // its bytes (172 for an add) is one chain of dependent CRC32Q steps: each
-// waits for the one before it. Where it can, recordChecksum cuts the record
-// into three parts, runs their chains side by side (crc3), and joins the
-// three states: a state carried over n zero bytes is a linear function of
+// waits for the one before it. Where it can, sideBySide cuts the record
+// into three parts, runs their chains together (crc3), and joins the three
+// states: a state carried over n zero bytes is a linear function of
 // the state, which a table per part length applies with four lookups. The
 // tables, one per number of spans, take 36 KiB and about 20 µs to build
 // when the package is loaded on a processor that has CRC32Q.
@@ -55,15 +52,10 @@ var spanShifts = func() (s [MaxSpans + 1]*crcShift) {
 	return s
 }()
 
-// recordChecksum is the crc32c of an undo record: its sequence and span
-// count, little-endian, then spans, its count used spans.
-func recordChecksum(seq uint64, count int, spans []byte) uint32 {
-	if !hasCRC3 || count == 0 || count > MaxSpans {
-		var head [12]byte
-		binary.LittleEndian.PutUint64(head[:], seq)
-		binary.LittleEndian.PutUint32(head[8:], uint32(count))
-		return crc32.Update(crc32.Update(0, castagnoli, head[:]), castagnoli, spans)
-	}
+// sideBySide is the crc32c of an undo record of count spans, 1 to
+// MaxSpans, where hasCRC3: its sequence and span count, little-endian, then
+// spans, its used spans.
+func sideBySide(seq uint64, count int, spans []byte) uint32 {
 	third := spanThird(count)
 	lead := len(spans) - 3*third
 	a, b, c := crc3(seq, uint32(count), &spans[0], lead, third)

@@ -3,6 +3,7 @@ package seqno
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"sync/atomic"
 	"unsafe"
 
@@ -66,6 +67,9 @@ type Journal struct {
 	memSeq *uint64
 	undo   *uint64
 	spans  int
+	// head is scratch room for the checksummed sequence and count; a field,
+	// so that checksumming with hash/crc32 does not allocate.
+	head [12]byte
 }
 
 // NewJournal returns a Journal over region[:JournalSize]; region must be
@@ -164,6 +168,14 @@ func (j *Journal) Pending() ([]Span, bool, error) {
 	return spans, true, nil
 }
 
+// checksum is the crc32c of the record's sequence and span count,
+// little-endian, then its used spans; spans is at most MaxSpans.
 func (j *Journal) checksum(seq uint64, spans int) uint32 {
-	return recordChecksum(seq, spans, j.region[undoSpans:undoSpans+spans*spanSize])
+	used := j.region[undoSpans : undoSpans+spans*spanSize]
+	if hasCRC3 && spans > 0 {
+		return sideBySide(seq, spans, used)
+	}
+	binary.LittleEndian.PutUint64(j.head[:], seq)
+	binary.LittleEndian.PutUint32(j.head[8:], uint32(spans))
+	return crc32.Update(crc32.Update(0, castagnoli, j.head[:]), castagnoli, used)
 }
