@@ -60,7 +60,10 @@ var filled = struct {
 	subjects map[string]Subject
 	members  map[uint64][][]byte
 	dir      string
-}{subjects: map[string]Subject{}, members: map[uint64][][]byte{}}
+	// removed is, for each subject BenchmarkRemove keeps, how many of its
+	// keys a run has removed: the next run goes on from there.
+	removed map[string]int
+}{subjects: map[string]Subject{}, members: map[uint64][][]byte{}, removed: map[string]int{}}
 
 // members are the first n member keys.
 func members(n uint64) [][]byte {
@@ -88,6 +91,21 @@ func filledSubject(b *testing.B, lib string, s size) Subject {
 	fill(b, subject, keys)
 	filled.subjects[name] = subject
 	return subject
+}
+
+// kept is the subject a benchmark's runs (-count) share, kept under name and
+// built by build on the first run. Removing a 64M file that adds have
+// written all over takes seconds on some file systems (ext4 mounted with
+// discard took 9); kept, a subject's file is removed once, at the end.
+func kept(name string, build func() Subject) (subject Subject, built bool) {
+	filled.Lock()
+	defer filled.Unlock()
+	if subject, ok := filled.subjects[name]; ok {
+		return subject, false
+	}
+	subject = build()
+	filled.subjects[name] = subject
+	return subject, true
 }
 
 // fill adds keys to subject, tallybloom's a batch at a time: building the
@@ -235,21 +253,25 @@ func benchmarkAdd(b *testing.B, subject Subject, keys [][]byte) {
 
 // BenchmarkRemove removes keys added before the timing from a filter built
 // for the size, for the filters that can remove. When every key is removed,
-// they are added again with the timer stopped.
+// they are added again with the timer stopped. The runs share one filter,
+// each going on where the one before stopped.
 func BenchmarkRemove(b *testing.B) {
 	keys := Keys(probeKeys, 4)
 	for _, s := range sizes(b) {
 		for _, lib := range []string{Tallybloom, BoomCounting} {
+			name := fmt.Sprintf("remove/%s/%s", s.label, lib)
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
-				subject := newSubject(b, lib, s.capacity).(Remover)
-				if t, ok := subject.(*tally); ok {
-					defer t.Close()
+				built, fresh := kept(name, func() Subject { return newSubject(b, lib, s.capacity) })
+				subject := built.(Remover)
+				if fresh {
+					for _, k := range keys {
+						subject.Add(k)
+					}
 				}
-				for _, k := range keys {
-					subject.Add(k)
-				}
+				// keys[:i] are removed, the rest held.
+				i := filled.removed[name]
+				defer func() { filled.removed[name] = i }()
 				b.ReportAllocs()
-				i := 0
 				for b.Loop() {
 					if !subject.Remove(keys[i]) {
 						b.Fatal("a key added was not removed")
@@ -269,30 +291,37 @@ func BenchmarkRemove(b *testing.B) {
 }
 
 // BenchmarkTestAndAdd is the deduplicator's step on a filter built for the
-// size: one pass over the keys before the timing adds them, so the timing
-// sees keys already seen and no first store into an untouched page.
+// size: one pass over the keys before the first run's timing adds them, so
+// the timing sees keys already seen and no first store into an untouched
+// page. The runs share one filter.
 func BenchmarkTestAndAdd(b *testing.B) {
 	keys := Keys(probeKeys, 5)
 	for _, s := range sizes(b) {
+		subject := func(b *testing.B, lib string) (Subject, bool) {
+			return kept("testandadd/"+s.label+"/"+lib, func() Subject { return newSubject(b, lib, s.capacity) })
+		}
 		b.Run(s.label+"/"+Tallybloom, func(b *testing.B) {
-			f := newSubject(b, Tallybloom, s.capacity).(*tally)
-			defer f.Close()
-			benchmarkTestAndAdd(b, keys, func(k []byte) { _, _ = f.f.TestAndAdd(k, tallyID) })
+			f, fresh := subject(b, Tallybloom)
+			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { _, _ = f.(*tally).f.TestAndAdd(k, tallyID) })
 		})
 		b.Run(s.label+"/"+BoomCounting, func(b *testing.B) {
-			f := newSubject(b, BoomCounting, s.capacity).(*boomCounting)
-			benchmarkTestAndAdd(b, keys, func(k []byte) { f.f.TestAndAdd(k) })
+			f, fresh := subject(b, BoomCounting)
+			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { f.(*boomCounting).f.TestAndAdd(k) })
 		})
 		b.Run(s.label+"/"+BitsAndBlooms, func(b *testing.B) {
-			f := newSubject(b, BitsAndBlooms, s.capacity).(*bnb)
-			benchmarkTestAndAdd(b, keys, func(k []byte) { f.f.TestAndAdd(k) })
+			f, fresh := subject(b, BitsAndBlooms)
+			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { f.(*bnb).f.TestAndAdd(k) })
 		})
 	}
 }
 
-func benchmarkTestAndAdd(b *testing.B, keys [][]byte, testAndAdd func([]byte)) {
-	for _, k := range keys {
-		testAndAdd(k)
+// benchmarkTestAndAdd runs testAndAdd over keys, after a pass that adds them
+// to a fresh filter; the runs after the first find them added.
+func benchmarkTestAndAdd(b *testing.B, keys [][]byte, fresh bool, testAndAdd func([]byte)) {
+	if fresh {
+		for _, k := range keys {
+			testAndAdd(k)
+		}
 	}
 	b.ReportAllocs()
 	i := 0
