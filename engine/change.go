@@ -56,8 +56,8 @@ func (f *Filter) changeableLocked() error {
 // commitLocked makes the change in flight the last committed one, then gives
 // back the room of the sub-filters it retired.
 func (f *Filter) commitLocked() error {
-	c := f.mu.change
-	f.mu.change = change{}
+	c := &f.mu.change
+	defer c.reset()
 	// Checked before the commit, a change that breaks them panics with its
 	// undo record sealed, and the next Open takes it back. (In the crash
 	// test's builds with the checks on, most of a change's time is then
@@ -90,7 +90,7 @@ func (f *Filter) commitLocked() error {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
 		f.seenDirSeq.Store(gen)
 	}
-	f.publishLocked(&c)
+	f.publishLocked(c)
 	var errs []error
 	for _, sub := range c.dropped {
 		sp := spaceOf(sub)
@@ -107,7 +107,7 @@ func (f *Filter) abortLocked() {
 	for _, sp := range f.mu.change.allocated {
 		_ = sp.region.Unmap()
 	}
-	f.mu.change = change{}
+	f.mu.change.reset()
 }
 
 // endLocked commits the change if op succeeded and translates the chain's

@@ -90,6 +90,16 @@ type change struct {
 	touchedN  int
 }
 
+// reset makes c the empty change again. It clears only what the change
+// used: copying or zeroing the whole record, mostly the touched array, took
+// an add in the cache 1 to 2%.
+func (c *change) reset() {
+	clear(c.touched[:c.touchedN])
+	c.touchedN = 0
+	c.sealed, c.published = false, false
+	c.dropped, c.allocated = nil, nil
+}
+
 // Create makes a new filter file at path. It fails with ErrExists if path
 // exists. The file starts at sequence 1 (its creation), flushed, and
 // appears at path only once whole (see Import).
