@@ -1171,14 +1171,33 @@ func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
 func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string, args []any) {
 	keys = []string{hash, m.keys.owner()}
 	index, spans, tallies := m.scratch.take()
+	// uses[i] is how the batch so far uses the part of key index i+1 (the
+	// first two keys are not parts).
+	uses := append(m.scratch.uses[:0], partNamed, partNamed)
+	defer func() { m.scratch.uses = uses }()
 	key := func(level int, part uint64) int {
 		at := partOf{level, part}
 		if i, ok := index[at]; ok {
 			return i
 		}
 		keys = append(keys, m.keys.part(m.gen, level, part))
+		uses = append(uses, partNamed)
 		index[at] = len(keys)
 		return len(keys)
+	}
+	made := func(level int, part uint64) int {
+		i := key(level, part)
+		if uses[i-1] == partNamed {
+			uses[i-1] = partMade
+		}
+		return i
+	}
+	written := func(level int, part uint64) int {
+		i := key(level, part)
+		if uses[i-1] == partNamed {
+			uses[i-1] = partChecked
+		}
+		return i
 	}
 	writes := 0
 	for i := range batch {
@@ -1192,7 +1211,7 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 			encodeTalliesAt(args, tallies)
 			clear(spans)
 			clear(tallies)
-			args = m.reshape(args, key, subs, c.dir)
+			args = m.reshape(args, made, key, subs, c.dir)
 			subs = c.dir
 		}
 		for _, w := range c.counters {
@@ -1204,7 +1223,7 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 				if at, ok := spans[span]; ok {
 					args[at] = b[:n]
 				} else {
-					args = append(args, "c", key(w.Level, p), off-p*m.opts.PartBytes, b[:n])
+					args = append(args, "c", written(w.Level, p), off-p*m.opts.PartBytes, b[:n])
 					spans[span] = len(args) - 1
 				}
 				off, b = off+n, b[n:]
@@ -1220,8 +1239,24 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 		}
 	}
 	encodeTalliesAt(args, tallies)
-	return keys, args
+	// Then the parts applyOps checks before it writes: those written
+	// before the batch made them.
+	checks := 0
+	for i, use := range uses {
+		if use == partChecked {
+			args = append(args, i+1)
+			checks++
+		}
+	}
+	return keys, append(args, checks)
 }
+
+// How a batch uses a part (opArgs).
+const (
+	partNamed   uint8 = iota // named by an operation that neither makes nor writes it
+	partMade                 // made (and perhaps written after)
+	partChecked              // written before it was made, or never made: it must exist
+)
 
 // opScratch is opArgs's maps, kept from one call to the next, which
 // would otherwise spend most of their time growing: only the shipper
@@ -1232,6 +1267,8 @@ type opScratch struct {
 	parts   map[partOf]int
 	spans   map[spanOf]int
 	tallies map[int]int
+	// uses are how the batch uses each part it names, by key index.
+	uses []uint8
 	// made are the parts the last arguments built make, one byte long
 	// (see applyOps), for fill.
 	made []madePart
@@ -1308,7 +1345,7 @@ func (m *Mirror) acknowledge(batch []change, seq uint64, resent bool) {
 // reshape adds the operations that take the copy from directory old to
 // new: retired sub-filters' parts deleted, new ones created zeroed, those
 // of a level that went to a new sub-filter zeroed again.
-func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engine.SubFilterStats) []any {
+func (m *Mirror) reshape(args []any, made, key func(int, uint64) int, old, new []engine.SubFilterStats) []any {
 	had := map[int]engine.SubFilterStats{}
 	for _, s := range old {
 		had[s.Level] = s
@@ -1321,7 +1358,7 @@ func (m *Mirror) reshape(args []any, key func(int, uint64) int, old, new []engin
 		}
 		size := s.Blocks * 64
 		for p := range parts(size, m.opts.PartBytes) {
-			args = append(args, "n", key(s.Level, p))
+			args = append(args, "n", made(s.Level, p))
 			m.scratch.made = append(m.scratch.made, madePart{m.keys.part(m.gen, s.Level, p), min(m.opts.PartBytes, size-p*m.opts.PartBytes)})
 		}
 	}

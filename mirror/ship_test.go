@@ -10,20 +10,24 @@ import (
 )
 
 // ops splits shipScript's arguments after the header (from, to, gen and
-// the claim's two) into operations, each its letter and operands.
-func ops(t *testing.T, args []any) [][]any {
+// the claim's two) into operations, each its letter and operands, and the
+// key indexes of the parts the script checks, which follow them.
+func ops(t *testing.T, args []any) (out [][]any, checked []any) {
 	t.Helper()
+	checks, ok := args[len(args)-1].(int)
+	require.True(t, ok, "the last argument counts the parts checked: %v", args[len(args)-1])
+	end := len(args) - 1 - checks
 	operands := map[string]int{"c": 3, "n": 1, "x": 1, "t": 2, "u": 1, "d": 1}
-	var out [][]any
-	for i := 5; i < len(args); {
+	for i := 5; i < end; {
 		op, ok := args[i].(string)
 		require.True(t, ok, "an operation letter at %d: %v", i, args[i])
 		n, ok := operands[op]
 		require.True(t, ok, "operation %q", op)
+		require.LessOrEqual(t, i+1+n, end, "operation %q runs into the checks", op)
 		out = append(out, args[i:i+1+n])
 		i += 1 + n
 	}
-	return out
+	return out, args[end : len(args)-1]
 }
 
 // TestShipArgsSendsTheLastOfEachSpan: a batch that writes a block again, or
@@ -49,6 +53,7 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 	})
 	assert.Equal(t, []any{uint64(10), uint64(15), uint64(3), "me", claimTTL.Milliseconds()}, args[:5], "from, to, generation, claim")
 	assert.Equal(t, []string{"{s}:meta", "{s}:owner", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
+	operations, checked := ops(t, args)
 	assert.Equal(t, [][]any{
 		{"c", 3, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 13's bytes
 		{"t", 0, "3 3 3"},
@@ -59,7 +64,8 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 		{"t", 1, "1 1 1"},
 		{"c", 3, uint64(64), []byte{5, 5}}, // after the directory changed, written again
 		{"t", 0, "4 4 4"},
-	}, ops(t, args))
+	}, operations)
+	assert.Equal(t, []any{3}, checked, "the part written without being made is checked; the one the batch makes is not")
 }
 
 // BenchmarkShipArgs builds the arguments of a batch of adds, each a block
