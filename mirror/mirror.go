@@ -1205,6 +1205,16 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 	}
 	args = append(make([]any, 0, len(head)+4*writes+3*len(batch)), head...)
 	subs := m.subs
+	// run is where in args the count of the last write operation goes,
+	// count that count, part the part it writes and end where it ends: a write
+	// into the same part right after it joins it. The count is put in
+	// args when the operation is whole, so that it is boxed once.
+	run, count, part, end := -1, 0, 0, 0
+	closeRun := func() {
+		if run >= 0 {
+			args[run] = count
+		}
+	}
 	for i := range batch {
 		c := &batch[i]
 		if c.dir != nil {
@@ -1223,8 +1233,15 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 				if at, ok := spans[span]; ok {
 					args[at] = b[:n]
 				} else {
-					args = append(args, "c", written(w.Level, p), off-p*m.opts.PartBytes, b[:n])
-					spans[span] = len(args) - 1
+					k := written(w.Level, p)
+					if run < 0 || part != k || end != len(args) {
+						closeRun()
+						args = append(args, "c", k, nil)
+						run, count, part = len(args)-1, 0, k
+					}
+					args = append(args, off-p*m.opts.PartBytes, b[:n])
+					count++
+					spans[span], end = len(args)-1, len(args)
 				}
 				off, b = off+n, b[n:]
 			}
@@ -1238,6 +1255,7 @@ func (m *Mirror) opArgs(hash string, head []any, batch []change) (keys []string,
 			}
 		}
 	}
+	closeRun()
 	encodeTalliesAt(args, tallies)
 	// Then the parts applyOps checks before it writes: those written
 	// before the batch made them.

@@ -17,12 +17,15 @@ func ops(t *testing.T, args []any) (out [][]any, checked []any) {
 	checks, ok := args[len(args)-1].(int)
 	require.True(t, ok, "the last argument counts the parts checked: %v", args[len(args)-1])
 	end := len(args) - 1 - checks
-	operands := map[string]int{"c": 3, "n": 1, "x": 1, "t": 2, "u": 1, "d": 1}
+	operands := map[string]int{"c": 2, "n": 1, "x": 1, "t": 2, "u": 1, "d": 1}
 	for i := 5; i < end; {
 		op, ok := args[i].(string)
 		require.True(t, ok, "an operation letter at %d: %v", i, args[i])
 		n, ok := operands[op]
 		require.True(t, ok, "operation %q", op)
+		if op == "c" {
+			n += 2 * args[i+2].(int) // the part, the count, then pairs
+		}
 		require.LessOrEqual(t, i+1+n, end, "operation %q runs into the checks", op)
 		out = append(out, args[i:i+1+n])
 		i += 1 + n
@@ -33,6 +36,7 @@ func ops(t *testing.T, args []any) (out [][]any, checked []any) {
 // TestShipArgsSendsTheLastOfEachSpan: a batch that writes a block again, or
 // a sub-filter's tallies again, ships only the last content, in one
 // operation each; a change of directory between two writes keeps both.
+// Writes into one part that follow each other are one operation.
 func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 	m := &Mirror{keys: keys{"s"}, opts: (*Options)(nil).withDefaults(), owner: owner{"me", claimTTL}, gen: 3, seq: 10,
 		subs: []engine.SubFilterStats{{Level: 0, Blocks: 4}}}
@@ -47,23 +51,28 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 	keys, args := m.shipArgs([]change{
 		{seq: 11, counters: block(0, 64, 1), hasTallies: true, tallies: tallies(0, 1)},
 		{seq: 12, counters: block(0, 128, 2), hasTallies: true, tallies: tallies(0, 2)},
-		{seq: 13, counters: block(0, 64, 3), hasTallies: true, tallies: tallies(0, 3)},
-		{seq: 14, counters: block(1, 64, 4), hasTallies: true, tallies: tallies(1, 1), dir: grown},
-		{seq: 15, counters: block(0, 64, 5), hasTallies: true, tallies: tallies(0, 4)},
+		{seq: 13, counters: block(0, 192, 6), hasTallies: true, tallies: tallies(0, 3)},
+		{seq: 14, counters: block(0, 64, 3), hasTallies: true, tallies: tallies(0, 4)},
+		{seq: 15, counters: block(1, 64, 4), hasTallies: true, tallies: tallies(1, 1), dir: grown},
+		{seq: 16, counters: block(0, 64, 5), hasTallies: true, tallies: tallies(0, 5)},
+		{seq: 17, counters: block(1, 128, 7), hasTallies: true, tallies: tallies(1, 2)},
+		{seq: 18, counters: block(0, 128, 8), hasTallies: true, tallies: tallies(0, 6)},
 	})
-	assert.Equal(t, []any{uint64(10), uint64(15), uint64(3), "me", claimTTL.Milliseconds()}, args[:5], "from, to, generation, claim")
+	assert.Equal(t, []any{uint64(10), uint64(18), uint64(3), "me", claimTTL.Milliseconds()}, args[:5], "from, to, generation, claim")
 	assert.Equal(t, []string{"{s}:meta", "{s}:owner", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
 	operations, checked := ops(t, args)
 	assert.Equal(t, [][]any{
-		{"c", 3, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 13's bytes
-		{"t", 0, "3 3 3"},
-		{"c", 3, uint64(128), []byte{2, 2}},
-		{"n", 4}, // change 14 opens level 1
-		{"d", encodeDir(grown)},
-		{"c", 4, uint64(64), []byte{4, 4}},
-		{"t", 1, "1 1 1"},
-		{"c", 3, uint64(64), []byte{5, 5}}, // after the directory changed, written again
+		{"c", 3, 1, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 14's bytes
 		{"t", 0, "4 4 4"},
+		{"c", 3, 2, uint64(128), []byte{2, 2}, uint64(192), []byte{6, 6}}, // changes 12 and 13, one after the other
+		{"n", 4}, // change 15 opens level 1
+		{"d", encodeDir(grown)},
+		{"c", 4, 1, uint64(64), []byte{4, 4}},
+		{"t", 1, "2 2 2"},
+		{"c", 3, 1, uint64(64), []byte{5, 5}}, // after the directory changed, written again
+		{"t", 0, "6 6 6"},
+		{"c", 4, 1, uint64(128), []byte{7, 7}},
+		{"c", 3, 1, uint64(128), []byte{8, 8}}, // another part: an operation of its own
 	}, operations)
 	assert.Equal(t, []any{3}, checked, "the part written without being made is checked; the one the batch makes is not")
 }
