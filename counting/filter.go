@@ -416,7 +416,7 @@ func (f *Filter) markPresent(p *Probe) {
 func clearPresence(presence *[2]uint64, was [2]uint64, gone *[wordsPerBlock]uint64) {
 	var clear [2]uint64
 	for i, flags := range gone {
-		addWordBits(&clear, i, gatherFlags(flags))
+		addWordBits(&clear, i, flags)
 	}
 	release.Store64(&presence[0], was[0]&^clear[0])
 	release.Store64(&presence[1], was[1]&^clear[1])
@@ -464,35 +464,32 @@ func (f *Filter) StalePresence() (blocks uint64) {
 // blockPresence is the presence bits of a block's counters.
 func blockPresence(words *[wordsPerBlock]uint64) (presence [2]uint64) {
 	for i := range words {
-		addWordBits(&presence, i, frozenBits(atomic.LoadUint64(&words[i])))
+		addWordBits(&presence, i, nonZero(atomic.LoadUint64(&words[i])))
 	}
 	return presence
 }
 
 // addWordBits sets in presence the bits of counter word i of a block, given
-// in frozenBits' order: they are bytes 2(i%4) and 2(i%4)+1 of presence word
-// i/4, the word's first eight counters in the first byte.
-func addWordBits(presence *[2]uint64, i int, frozen uint16) {
-	presence[i/4] |= uint64(bits.ReverseBytes16(frozen)) << (16 * (i % 4))
+// as flags, the low bit of each nibble (as nonZero gives them): they are
+// bytes 2(i%4) and 2(i%4)+1 of presence word i/4, the word's first eight
+// counters in the first byte, counter 0 at its top bit.
+func addWordBits(presence *[2]uint64, i int, flags uint64) {
+	presence[i/4] |= uint64(presenceFlags(flags)) << (16 * (i % 4))
 }
 
-// frozenBits is one bit for each counter of counter word w, set if the
-// counter is non-zero: counter c's at bit 15-c, the order of the frozen form
-// (and of the presence bits) read as a big-endian uint16.
-func frozenBits(w uint64) uint16 { return gatherFlags(nonZero(w)) }
-
-// gatherFlags turns flags, the low bit of each nibble of a counter word
-// (as nonZero gives them), into frozenBits' order.
-func gatherFlags(flags uint64) uint16 {
-	// Gather the low bit of each nibble's flag: bit p for the nibble at 4p.
-	x := flags
+// presenceFlags turns flags, the low bit of each nibble of a counter word
+// (as nonZero gives them), into the word's sixteen presence bits: counter c
+// at bit 7-c of byte c/8, the order of the frozen form written as a
+// little-endian uint16. Counter c is the nibble at 4(c^1) (nibbleShift), so
+// the nibble at 4n goes to bit n^6; moving byte b of flags to byte b^3,
+// which moves the nibble at 4n to 4(n^6), leaves a plain gather of the low
+// bit of each nibble.
+func presenceFlags(flags uint64) uint16 {
+	x := bits.RotateLeft64(bits.ReverseBytes64(flags), 32)
 	x = (x | x>>3) & 0x0303030303030303
 	x = (x | x>>6) & 0x000f000f000f000f
 	x = (x | x>>12) & 0x000000ff000000ff
-	x = (x | x>>24) & 0xffff
-	// The nibble at 4p holds counter p^1 (nibbleShift): swap neighbours.
-	x = (x&0x5555)<<1 | (x>>1)&0x5555
-	return bits.Reverse16(uint16(x))
+	return uint16(x | x>>24)
 }
 
 func (f *Filter) presenceOf(block uint64) *[2]uint64 {

@@ -479,13 +479,14 @@ func TestRebuildPresence(t *testing.T) {
 	assert.Zero(t, counters.StalePresence())
 }
 
-// frozenBits agrees with reading the sixteen counters one at a time, for
-// every counter alone at every value and for random words.
-func TestFrozenBits(t *testing.T) {
+// presenceFlags of a word's non-zero flags agrees with reading the sixteen
+// counters one at a time, for every counter alone at every value and for
+// random words: counter c at bit 7-c of byte c/8.
+func TestPresenceFlags(t *testing.T) {
 	oneByOne := func(w uint64) (want uint16) {
 		for c := range uint(16) {
 			if w>>nibbleShift(c)&MaxCounter != 0 {
-				want |= 1 << (15 - c)
+				want |= 1 << (c/8*8 + 7 - c%8)
 			}
 		}
 		return want
@@ -493,13 +494,13 @@ func TestFrozenBits(t *testing.T) {
 	for c := range uint(16) {
 		for v := range uint64(MaxCounter + 1) {
 			w := v << nibbleShift(c)
-			require.Equal(t, oneByOne(w), frozenBits(w), "counter %d at %d", c, v)
+			require.Equal(t, oneByOne(w), presenceFlags(nonZero(w)), "counter %d at %d", c, v)
 		}
 	}
 	rng := rand.New(rand.NewPCG(4, 4))
 	for range 100_000 {
 		w := rng.Uint64() & rng.Uint64() & rng.Uint64() // many zero nibbles
-		require.Equal(t, oneByOne(w), frozenBits(w), "%#x", w)
+		require.Equal(t, oneByOne(w), presenceFlags(nonZero(w)), "%#x", w)
 	}
 }
 

@@ -23,7 +23,7 @@ func (f *Filter) Freeze(dst []byte) {
 		return
 	}
 	for i := range f.words {
-		binary.BigEndian.PutUint16(dst[2*i:], frozenBits(atomic.LoadUint64(&f.words[i])))
+		binary.LittleEndian.PutUint16(dst[2*i:], presenceFlags(nonZero(atomic.LoadUint64(&f.words[i]))))
 	}
 }
 
