@@ -296,6 +296,12 @@ func (f *Filter) DropBefore(id uint64) (int, error) {
 // Flush makes every committed change durable: the counters are synced, then
 // the header records the durable sequence. After a machine crash the file
 // opens clean if nothing changed after the last Flush.
+//
+// A Flush also costs the changes after it: the first syncs the header's
+// dirty mark, and the first store into each page the Flush wrote faults
+// once, as the system keeps written pages read-only until they change
+// again. Flushing a large filter often slows its changes as well
+// (BenchmarkAddFlushEvery measures both).
 func (f *Filter) Flush() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
