@@ -168,9 +168,8 @@ func BenchmarkAdd(b *testing.B) {
 // Options.LargePages, and reports the time an add spends in Flush
 // (flush-ns/op) beside its whole time. Two costs of a flush fall on the
 // adds after it: the first change syncs the header's dirty mark (the crash
-// protocol), and a flush hands the changed pages to the file system, which
-// makes them read-only until it has written them, so the next store into
-// each such page faults, once. Flushing a large filter often therefore
+// protocol), and the pages a flush wrote stay read-only until they change
+// again, so the next store into each such page faults, once. Flushing a large filter often therefore
 // slows the adds between flushes too; with large pages a fault covers
 // 2 MiB, and a flush writes every changed 2 MiB page whole.
 func BenchmarkAddFlushEvery(b *testing.B) {
