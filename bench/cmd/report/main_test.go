@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// benchOutput is go test's output for the named benchmarks, runs times
+// each, with ns/op and any other metric given.
+func benchOutput(runs int, rows map[string]map[string][]float64) string {
+	var b strings.Builder
+	b.WriteString("goos: linux\ngoarch: amd64\npkg: github.com/tallybloom/tallybloom/bench\n")
+	for name, metrics := range rows {
+		for i := range runs {
+			fmt.Fprintf(&b, "Benchmark%s-2 \t 1000000\t", name)
+			for metric, vs := range metrics {
+				fmt.Fprintf(&b, " %g %s", vs[i], metric)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("PASS\nok  \tgithub.com/tallybloom/tallybloom/bench\t1.0s\n")
+	return b.String()
+}
+
+func TestParseKeepsEveryRunOfEveryMetric(t *testing.T) {
+	out := "BenchmarkContains/1M/tallybloom/member-2   \t 5000000\t 65.5 ns/op\t 53.7 bits/key\t 0.0102 fpr\t 0 B/op\t 0 allocs/op\n" +
+		"BenchmarkContains/1M/tallybloom/member-2   \t 5000000\t 70.1 ns/op\t 53.7 bits/key\t 0.0102 fpr\t 0 B/op\t 0 allocs/op\n" +
+		"BenchmarkOpen/4GiB \t 100\t 9000 ns/op\n" +
+		"not a benchmark line\n"
+	r := parse(out)
+	require.Len(t, r, 2)
+	require.Equal(t, []float64{65.5, 70.1}, r["Contains/1M/tallybloom/member"]["ns/op"])
+	require.Equal(t, []float64{0.0102, 0.0102}, r["Contains/1M/tallybloom/member"]["fpr"])
+	require.Equal(t, []float64{9000}, r["Open/4GiB"]["ns/op"], "a name without the -procs suffix")
+}
+
+func TestPairDividesRunByRun(t *testing.T) {
+	s := pair([]float64{100, 300, 200}, []float64{100, 100, 100})
+	require.Equal(t, spread{median: 2, lo: 1, hi: 3}, s)
+	require.True(t, math.IsNaN(pair([]float64{1}, nil).median), "runs that do not pair up give no ratio")
+}
+
+func TestTargetJudgesTheMedian(t *testing.T) {
+	require.True(t, target{ratio: spread{median: 1.5}, atMost: 1.5}.met())
+	require.False(t, target{ratio: spread{median: 1.51}, atMost: 1.5}.met())
+	require.True(t, target{ratio: spread{median: 4}, atLeast: 4}.met())
+	require.False(t, target{ratio: spread{median: 3.9}, atLeast: 4}.met())
+	require.False(t, target{ratio: spread{median: math.NaN()}, atLeast: 4}.met(), "a target not measured is not met")
+}
+
+func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
+	ns := func(vs ...float64) map[string][]float64 { return map[string][]float64{"ns/op": vs} }
+	withBits := func(m map[string][]float64, bits float64) map[string][]float64 {
+		m["bits/key"] = []float64{bits, bits, bits}
+		return m
+	}
+	r := parse(benchOutput(3, map[string]map[string][]float64{
+		// Contains at 1M fixed: 0.5x bits-and-blooms, met.
+		"Contains/1M/tallybloom-fixed/member":    withBits(ns(50, 50, 50), 53.7),
+		"Contains/1M/tallybloom/member":          withBits(ns(60, 60, 60), 93.5),
+		"Contains/1M/tallybloom-counters/member": withBits(ns(90, 90, 90), 43),
+		"Contains/1M/bits-and-blooms/member":     ns(100, 100, 100),
+		"Contains/1M/boom-counting/member":       ns(100, 100, 100),
+		"Add/1M/tallybloom-fixed":                ns(200, 200, 200),
+		"Add/1M/bits-and-blooms":                 ns(100, 100, 100),
+		"Add/1M/boom-counting":                   ns(100, 100, 100),
+		"Contains/20K/tallybloom-fixed/member":   ns(40, 40, 40),
+	}))
+	report := write(r, "short", 3, "250ms", time.Minute, "results.svg")
+
+	row := func(what, as string) string {
+		for l := range strings.SplitSeq(report, "\n") {
+			if strings.HasPrefix(l, "| "+what+" | "+as+" |") {
+				return l
+			}
+		}
+		t.Fatalf("no row for %s, %s in:\n%s", what, as, report)
+		return ""
+	}
+	require.Contains(t, row("Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asFixed), "| 0.50x | 0.50-0.50x | at most 1x | met |")
+	require.Contains(t, row("Add, 1M, vs bits-and-blooms Add", asFixed), "| 2.00x | 2.00-2.00x | at most 1.5x | **missed** |")
+	require.Contains(t, row("bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asCounters), "| 1.12x | 1.12-1.12x | at most 1.25x | met |")
+	require.Contains(t, row("bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asFixed), "| 1.40x | 1.40-1.40x | at most 1.25x | **missed** |")
+	require.Contains(t, row("Add vs BoomFilters counting (speed-up)", asFixed), "| 0.50x | 0.50-0.50x | at least 4x | **missed** |")
+	require.Contains(t, row("Contains vs BoomFilters counting (speed-up)", asFixed), "| 2.00x | 2.00-2.00x | at least 4x | **missed** |")
+	require.Contains(t, row("Open, 4 GiB vs 1 MiB", asDefault), "| NaNx | NaN-NaNx | at most 2x | **not measured** |",
+		"a target with no measurement is not met, and says why")
+
+	_, reasons, ok := strings.Cut(report, "Why the targets not met are missed:")
+	require.True(t, ok, "the report explains its missed targets")
+	reasons, _, _ = strings.Cut(reasons, "\n## ")
+	require.Equal(t, 1, strings.Count(reasons, "BoomFilters' counting filter at 1M keys takes 4.8 MB"),
+		"one reason shared by two targets is given once")
+	require.Contains(t, reasons, "- Add vs BoomFilters counting (speed-up); Contains vs BoomFilters counting (speed-up): BoomFilters' counting filter")
+	require.Equal(t, 1, strings.Count(reasons, "presence bits add one bit to every four of counters"),
+		"the two bits per key targets share their reason")
+	require.NotContains(t, reasons, "- Contains, 1M, 1 sub-filter", "a met target needs no reason")
+	require.Regexp(t, `\n- [^\n]*Open, 4 GiB vs 1 MiB[^\n]*: this run has no measurement for it`, reasons)
+	require.NotContains(t, reasons, "whatever the file's size", "an unmeasured target's usual reason would quote no figures")
+}
