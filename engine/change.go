@@ -30,6 +30,7 @@ const (
 // beginLocked checks that a change may run and, before the first change
 // after a flush, marks the file dirty on disk. Once that mark is synced no
 // change can reach the disk without it, so a machine crash is always seen.
+// A change that then writes nothing takes the mark back (abortLocked).
 func (f *Filter) beginLocked() error {
 	if err := f.changeableLocked(); err != nil || f.mu.dirty {
 		return err
@@ -38,8 +39,23 @@ func (f *Filter) beginLocked() error {
 	if err := f.header.Sync(); err != nil {
 		return err
 	}
-	f.mu.dirty = true
+	f.mu.dirty, f.mu.change.marked = true, true
+	f.mu.marks++
 	return nil
+}
+
+// unmarkLocked puts back the clean state that the change in flight's
+// beginLocked replaced, for a change that wrote nothing the file refers to:
+// Flush promises that a file nothing changed after opens clean after a
+// machine crash. If the sync fails the disk may hold either state, so the
+// page keeps the dirty mark and the next change syncs it again.
+func (f *Filter) unmarkLocked() {
+	state := f.page0[offState:]
+	seqno.State{DurableSeq: f.mu.durableSeq}.Encode(state)
+	if err := f.header.Sync(); err != nil {
+		seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot}.Encode(state)
+	}
+	f.mu.dirty = false
 }
 
 // changeableLocked says why the filter cannot be changed, if it cannot.
@@ -102,12 +118,19 @@ func (f *Filter) commitLocked() error {
 	return errors.Join(errs...)
 }
 
-// abortLocked ends a change that wrote nothing, unmapping room it took.
+// abortLocked ends a change that wrote nothing, unmapping room it took. Such
+// a change may have grown the file or released room no sub-filter holds,
+// but wrote nothing the directory refers to, so if it marked the file
+// dirty the mark is taken back.
 func (f *Filter) abortLocked() {
 	for _, sp := range f.mu.change.allocated {
 		_ = sp.region.Unmap()
 	}
+	marked := f.mu.change.marked
 	f.mu.change.reset()
+	if marked {
+		f.unmarkLocked()
+	}
 }
 
 // endLocked commits the change if op succeeded and translates the chain's
@@ -117,6 +140,11 @@ func (f *Filter) endLocked(err error) error {
 		return f.commitLocked()
 	}
 	f.abortLocked()
+	return f.changeError(err)
+}
+
+// changeError translates an error of the chain's into the engine's sentinels.
+func (f *Filter) changeError(err error) error {
 	switch {
 	case errors.Is(err, scaling.ErrNotFound):
 		return ErrNotFound
@@ -150,6 +178,10 @@ func (f *Filter) add(h counting.Hash, id uint64) error {
 	f.chain.PrefetchChange(h, id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.addLocked(h, id)
+}
+
+func (f *Filter) addLocked(h counting.Hash, id uint64) error {
 	if err := f.beginLocked(); err != nil {
 		return err
 	}
@@ -176,14 +208,29 @@ func (f *Filter) remove(h counting.Hash, id uint64) error {
 	f.chain.PrefetchChange(h, id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.beginLocked(); err != nil {
-		return err
-	}
-	err := f.endLocked(f.chain.Remove(h, id))
+	err := f.removeLocked(h, id)
 	if err == ErrIDRetired {
 		return errRemoveRetired
 	}
 	return err
+}
+
+// removeLocked removes the key. A remove that finds nothing changes nothing,
+// so before the first change after a flush it is refused without marking
+// the file dirty; after it, the chain's remove refuses it as cheaply.
+func (f *Filter) removeLocked(h counting.Hash, id uint64) error {
+	if err := f.changeableLocked(); err != nil {
+		return err
+	}
+	if !f.mu.dirty {
+		if err := f.chain.Holds(h, id); err != nil {
+			return f.changeError(err)
+		}
+	}
+	if err := f.beginLocked(); err != nil {
+		return err
+	}
+	return f.endLocked(f.chain.Remove(h, id))
 }
 
 // TestAndAdd reports whether key was probably present and adds it with id if
@@ -200,15 +247,14 @@ func (f *Filter) TestAndAddString(key string, id uint64) (bool, error) {
 func (f *Filter) testAndAdd(h counting.Hash, id uint64) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.beginLocked(); err != nil {
+	// A key found present changes nothing, and leaves a clean file clean.
+	if err := f.changeableLocked(); err != nil {
 		return false, err
 	}
-	present, err := f.chain.TestAndAdd(h, id)
-	if present {
-		f.abortLocked()
+	if f.chain.Contains(h) {
 		return true, nil
 	}
-	return false, f.endLocked(err)
+	return false, f.addLocked(h, id)
 }
 
 // AddBatch adds keys[i] with ids[i] for every i, taking the lock once. Each
@@ -218,7 +264,7 @@ func (f *Filter) testAndAdd(h counting.Hash, id uint64) (bool, error) {
 // the sentinel error itself, and nothing is added.
 func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 	return f.changeBatch("add", keys, ids, func(i int, h counting.Hash) error {
-		return f.endLocked(f.chain.Add(h, ids[i]))
+		return f.addLocked(h, ids[i])
 	})
 }
 
@@ -234,7 +280,7 @@ func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 func (f *Filter) RemoveBatch(keys [][]byte, ids []uint64, removed []bool) ([]bool, error) {
 	removed = removed[:0]
 	err := f.changeBatch("remove", keys, ids, func(i int, h counting.Hash) error {
-		err := f.endLocked(f.chain.Remove(h, ids[i]))
+		err := f.removeLocked(h, ids[i])
 		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrIDRetired) {
 			removed = append(removed, err == nil)
 			return nil
@@ -263,11 +309,7 @@ func (f *Filter) changeBatch(op string, keys [][]byte, ids []uint64, change func
 		group := f.hashGroup(keys[done:done+n], &hashes)
 		f.chain.PrefetchChanges(group, ids[done:done+n])
 		for i, h := range group {
-			err := f.beginLocked()
-			if err == nil {
-				err = change(done+i, h)
-			}
-			if err != nil {
+			if err := change(done+i, h); err != nil {
 				return &BatchError{Op: op, Index: done + i, Len: len(keys), Err: err}
 			}
 		}
@@ -282,14 +324,14 @@ func (f *Filter) changeBatch(op string, keys [][]byte, ids []uint64, change func
 func (f *Filter) DropBefore(id uint64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Retiring nothing changes nothing, and leaves a clean file clean.
+	if err := f.changeableLocked(); err != nil || f.chain.Retirable(id) == 0 {
+		return 0, err
+	}
 	if err := f.beginLocked(); err != nil {
 		return 0, err
 	}
 	dropped := f.chain.DropBefore(id)
-	if len(dropped) == 0 {
-		f.abortLocked()
-		return 0, nil
-	}
 	f.mu.change.dropped = dropped
 	if err := f.commitLocked(); err != nil {
 		return len(dropped), fmt.Errorf("engine: %s: retired %d sub-filters but could not give their room back: %w", f.path, len(dropped), err)

@@ -63,6 +63,7 @@ type Filter struct {
 	mu struct {
 		sync.Mutex
 		dirty      bool   // the state on disk says dirty
+		marks      int    // dirty marks synced (beginLocked), for tests
 		durableSeq uint64 // the state's durable sequence
 		liveSlot   int    // the directory slot that is live
 		change     change // the change in flight
@@ -84,6 +85,7 @@ type Filter struct {
 type change struct {
 	sealed    bool                           // an undo record is sealed
 	published bool                           // a directory was written to the other slot
+	marked    bool                           // its beginLocked marked the file dirty
 	dropped   []*scaling.SubFilter           // sub-filters to give back after the commit
 	allocated []*space                       // room taken by this change, not yet in the chain
 	touched   [counting.MaxFlatK]touchedSpan // counters it writes, for the change feed
@@ -96,7 +98,7 @@ type change struct {
 func (c *change) reset() {
 	clear(c.touched[:c.touchedN])
 	c.touchedN = 0
-	c.sealed, c.published = false, false
+	c.sealed, c.published, c.marked = false, false, false
 	c.dropped, c.allocated = nil, nil
 }
 

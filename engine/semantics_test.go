@@ -744,6 +744,94 @@ func TestOpenAfterMachineCrash(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnclean, "without a boot id a dirty file is never trusted")
 }
 
+// An operation that changes nothing after a Flush leaves the file clean, as
+// Flush promises: a machine crash then costs no rebuild or replay.
+func TestNoChangeAfterFlushLeavesTheFileClean(t *testing.T) {
+	// The first five are told apart before the dirty mark is synced; an add
+	// refused by the chain takes the mark back, which costs a second sync.
+	syncFree := map[string]bool{"TestAndAdd of a key held": true, "Remove of a key not held": true,
+		"Remove with a retired id": true, "RemoveBatch of keys not held": true, "DropBefore that retires nothing": true}
+	cases := map[string]func(t *testing.T, f *Filter){
+		"TestAndAdd of a key held": func(t *testing.T, f *Filter) {
+			present, err := f.TestAndAdd(key(1), 200)
+			require.NoError(t, err)
+			require.True(t, present)
+		},
+		"Remove of a key not held": func(t *testing.T, f *Filter) {
+			require.ErrorIs(t, f.Remove(key(99), 150), ErrNotFound)
+		},
+		"Remove with a retired id": func(t *testing.T, f *Filter) {
+			require.ErrorIs(t, f.Remove(key(1), 1), ErrIDRetired)
+		},
+		"RemoveBatch of keys not held": func(t *testing.T, f *Filter) {
+			removed, err := f.RemoveBatch([][]byte{key(98), key(99)}, []uint64{150, 1}, nil)
+			require.NoError(t, err)
+			require.Equal(t, []bool{false, false}, removed)
+		},
+		"DropBefore that retires nothing": func(t *testing.T, f *Filter) {
+			n, err := f.DropBefore(100)
+			require.NoError(t, err)
+			require.Zero(t, n)
+		},
+		"Add with a retired id": func(t *testing.T, f *Filter) {
+			require.ErrorIs(t, f.Add(key(99), 1), ErrIDRetired)
+		},
+		"AddBatch refused at its first key": func(t *testing.T, f *Filter) {
+			err := f.AddBatch([][]byte{key(99)}, []uint64{1})
+			require.ErrorIs(t, err, ErrIDRetired)
+		},
+	}
+	for name, noChange := range cases {
+		for _, thenChange := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/then a change %v", name, thenChange), func(t *testing.T) {
+				noChangeAfterFlush(t, noChange, thenChange, syncFree[name])
+			})
+		}
+	}
+}
+
+// noChangeAfterFlush runs noChange on a flushed filter, and a change after
+// it if thenChange, then opens the file as after a machine crash.
+// If syncFree, noChange must not sync a dirty mark at all.
+func noChangeAfterFlush(t *testing.T, noChange func(*testing.T, *Filter), thenChange, syncFree bool) {
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 10, ErrorRate: 0.01, Growth: 1}, bootOf(1))
+	require.NoError(t, err)
+	for i := range uint64(10) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	require.NoError(t, f.Add(key(100), 100)) // opens a second sub-filter
+	n, err := f.DropBefore(100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, f.Add(key(1), 150))
+	require.NoError(t, f.Flush())
+	seq := f.Stats().DiskSeq
+
+	marks := f.mu.marks
+	noChange(t, f)
+	assert.Equal(t, seq, f.Stats().MemSeq, "nothing was committed")
+	assert.Equal(t, seq, f.Stats().DiskSeq, "and the file is still flushed")
+	if syncFree {
+		assert.Equal(t, marks, f.mu.marks, "told apart before the file is marked dirty")
+	}
+	if thenChange {
+		// The mark taken back, the next change must set it again.
+		require.NoError(t, f.Add(key(200), 200))
+	}
+	abandon(t, f)
+
+	g, err := Open(path, bootOf(2))
+	if thenChange {
+		require.ErrorIs(t, err, ErrUnclean, "a change after the no-op must still be seen")
+		return
+	}
+	require.NoError(t, err, "a machine crash after a Flush and no change must leave the file clean")
+	assert.True(t, g.Contains(key(1)))
+	assert.True(t, g.Contains(key(100)))
+	require.NoError(t, g.Close())
+}
+
 func TestDamagedFiles(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})
 	for i := range uint64(100) {

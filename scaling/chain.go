@@ -208,15 +208,10 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 // does not hold it (a counter is zero, or it holds nothing) it returns
 // ErrNotFound and changes nothing.
 func (c *Chain) Remove(h counting.Hash, id uint64) error {
-	subs := c.current.Load().subs
-	i, err := route(subs, id)
+	var p counting.Probe
+	sub, err := c.holder(h, id, &p)
 	if err != nil {
 		return err
-	}
-	sub := subs[i]
-	p := sub.filter.Probe(h)
-	if sub.Count() == 0 || !sub.filter.Test(&p) {
-		return ErrNotFound
 	}
 	c.storage.Touch(sub, p)
 	cleared, _ := sub.filter.Decrement(&p)
@@ -225,13 +220,28 @@ func (c *Chain) Remove(h counting.Hash, id uint64) error {
 	return nil
 }
 
-// TestAndAdd reports whether the key was probably present and adds it if it
-// was not.
-func (c *Chain) TestAndAdd(h counting.Hash, id uint64) (bool, error) {
-	if c.Contains(h) {
-		return true, nil
+// Holds returns what Remove would without changing anything: nil if the
+// sub-filter that owns id holds the key, else ErrIDRetired or ErrNotFound.
+func (c *Chain) Holds(h counting.Hash, id uint64) error {
+	var p counting.Probe
+	_, err := c.holder(h, id, &p)
+	return err
+}
+
+// holder is the sub-filter that owns id, if it holds the key, with the key's
+// probe in it stored in p.
+func (c *Chain) holder(h counting.Hash, id uint64, p *counting.Probe) (*SubFilter, error) {
+	subs := c.current.Load().subs
+	i, err := route(subs, id)
+	if err != nil {
+		return nil, err
 	}
-	return false, c.Add(h, id)
+	sub := subs[i]
+	*p = sub.filter.Probe(h)
+	if sub.Count() == 0 || !sub.filter.Test(p) {
+		return nil, ErrNotFound
+	}
+	return sub, nil
 }
 
 // DropBefore retires every sub-filter whose whole id range is older than id
@@ -239,10 +249,7 @@ func (c *Chain) TestAndAdd(h counting.Hash, id uint64) (bool, error) {
 // committed. The newest sub-filter is never retired.
 func (c *Chain) DropBefore(id uint64) []*SubFilter {
 	subs := c.current.Load().subs
-	keep := 0
-	for keep < len(subs)-1 && subs[keep+1].FirstID <= id {
-		keep++
-	}
+	keep := retirable(subs, id)
 	if keep == 0 {
 		return nil
 	}
@@ -250,6 +257,19 @@ func (c *Chain) DropBefore(id uint64) []*SubFilter {
 	c.storage.Publish(retained)
 	c.publish(retained)
 	return subs[:keep:keep]
+}
+
+// Retirable is how many sub-filters DropBefore(id) would retire.
+func (c *Chain) Retirable(id uint64) int { return retirable(c.current.Load().subs, id) }
+
+// retirable is how many of subs, oldest first, have a whole id range older
+// than id; the newest never has.
+func retirable(subs []*SubFilter, id uint64) int {
+	n := 0
+	for n < len(subs)-1 && subs[n+1].FirstID <= id {
+		n++
+	}
+	return n
 }
 
 // open allocates a sub-filter at the lowest free level with firstID and

@@ -213,15 +213,35 @@ func TestRestoreChecksTheDirectory(t *testing.T) {
 	assert.True(t, r.Contains(hashOf(2)))
 }
 
-func TestTestAndAdd(t *testing.T) {
-	c, _ := newChain(t, small)
-	seen, err := c.TestAndAdd(hashOf(1), 1)
-	require.NoError(t, err)
-	assert.False(t, seen)
-	seen, err = c.TestAndAdd(hashOf(1), 2)
-	require.NoError(t, err)
-	assert.True(t, seen)
-	assert.Equal(t, uint64(1), c.SubFilters()[0].Count(), "a key seen is not added again")
+// Holds and Retirable answer what Remove and DropBefore would do, and change
+// nothing: the engine asks them before it marks a clean file dirty.
+func TestHoldsAndRetirableChangeNothing(t *testing.T) {
+	c, _ := newChain(t, Params{Capacity: 2, ErrorRate: 0.1, Tightening: 0.9, Growth: 1})
+	for id := range uint64(6) {
+		require.NoError(t, c.Add(hashOf(int(id)), id*10))
+	}
+	require.Len(t, c.SubFilters(), 3)
+	counts := func() (n []uint64) {
+		for _, sub := range c.SubFilters() {
+			n = append(n, sub.Count())
+		}
+		return n
+	}
+	before := counts()
+	assert.NoError(t, c.Holds(hashOf(3), 30))
+	assert.ErrorIs(t, c.Holds(hashOf(3), 0), ErrNotFound, "routed to a sub-filter that does not hold it")
+	assert.ErrorIs(t, c.Holds(hashOf(100), 30), ErrNotFound)
+	assert.Equal(t, 0, c.Retirable(10))
+	assert.Equal(t, 1, c.Retirable(20))
+	assert.Equal(t, 2, c.Retirable(1000), "never the newest")
+	assert.Equal(t, before, counts())
+	require.Len(t, c.SubFilters(), 3)
+
+	require.Len(t, c.DropBefore(20), 1)
+	assert.ErrorIs(t, c.Holds(hashOf(0), 0), ErrIDRetired)
+	assert.ErrorIs(t, c.Remove(hashOf(0), 0), ErrIDRetired, "as Remove says")
+	require.NoError(t, c.Remove(hashOf(3), 30))
+	assert.ErrorIs(t, c.Holds(hashOf(3), 30), ErrNotFound, "removed")
 }
 
 func TestEstimatedKeys(t *testing.T) {
