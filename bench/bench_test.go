@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -313,6 +314,99 @@ func BenchmarkTestAndAdd(b *testing.B) {
 			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { f.(*bnb).f.TestAndAdd(k) })
 		})
 	}
+}
+
+// BenchmarkTestAndAddNew is the deduplicator's step for keys the filter has
+// not seen, a lookup that misses and then an add, into the filter the
+// size's adds go into (empty at 1M, filled at 64M). Before each pass over
+// the pool its keys are made new (their first eight bytes, a set no other
+// benchmark uses); after it, with the timer stopped, the filter is put back
+// as it was: tallybloom and BoomFilters' counting filter remove the keys
+// they added, and bits-and-blooms, which cannot remove, works on a copy
+// whose bits are put back from the filter. Every pass sees the same filter,
+// and the benchmarks after this one find theirs unchanged.
+func BenchmarkTestAndAddNew(b *testing.B) {
+	pool := Keys(probeKeys, 9)
+	for _, s := range sizes(b) {
+		for _, lib := range []string{Tallybloom, BoomCounting, BitsAndBlooms} {
+			b.Run(s.label+"/"+lib, func(b *testing.B) {
+				var subject Subject
+				if s.fresh {
+					subject, _ = kept("testandaddnew/"+s.label+"/"+lib, func() Subject { return newSubject(b, lib, s.capacity) })
+				} else {
+					subject = filledSubject(b, lib, s)
+				}
+				testAndAdd, undo, _ := newKeySteps(subject)
+				added := make([]bool, len(pool))
+				pass := uint64(0)
+				renew := func() {
+					pass++
+					for _, k := range pool {
+						binary.LittleEndian.PutUint64(k, newKeysSet+pass)
+					}
+				}
+				renew()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					added[i] = testAndAdd(pool[i])
+					if i++; i == len(pool) {
+						b.StopTimer()
+						undo(pool, added)
+						renew()
+						b.StartTimer()
+						i = 0
+					}
+				}
+				undo(pool[:i], added[:i])
+			})
+		}
+	}
+}
+
+// newKeysSet is above every set of Keys the benchmarks ask for.
+const newKeysSet = 1 << 40
+
+// newKeySteps are subject's test-and-add, which reports whether it added
+// the key, the undo of the adds of a pass (keys[i] was added where
+// added[i]), and the lookup of the filter they work on.
+func newKeySteps(subject Subject) (testAndAdd func([]byte) bool, undo func(keys [][]byte, added []bool), contains func([]byte) bool) {
+	contains = subject.Contains
+	switch s := subject.(type) {
+	case *tally:
+		testAndAdd = func(k []byte) bool {
+			present, err := s.f.TestAndAdd(k, tallyID)
+			return err == nil && !present
+		}
+		undo = func(keys [][]byte, added []bool) {
+			for i, k := range keys {
+				if added[i] && !s.Remove(k) {
+					panic("bench: a key tallybloom added was not removed")
+				}
+			}
+		}
+	case *boomCounting:
+		// Its TestAndAdd adds the key whether or not it was present.
+		testAndAdd = func(k []byte) bool { s.f.TestAndAdd(k); return true }
+		undo = func(keys [][]byte, _ []bool) {
+			for _, k := range keys {
+				s.f.TestAndRemove(k)
+			}
+		}
+	case *bnb:
+		work := s.f.Copy()
+		contains = work.Test
+		testAndAdd = func(k []byte) bool { work.TestAndAdd(k); return true }
+		undo = func([][]byte, []bool) {
+			work.ClearAll()
+			if err := work.Merge(s.f); err != nil {
+				panic(err)
+			}
+		}
+	default:
+		panic(fmt.Sprintf("bench: no test-and-add for %T", subject))
+	}
+	return testAndAdd, undo, contains
 }
 
 // benchmarkTestAndAdd runs testAndAdd over keys, after a pass that adds them

@@ -334,7 +334,9 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 	}
 	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
 		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
-	fmt.Fprintf(&b, "\n## Everything else\n\n| benchmark | ns/op | allocs/op | other |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\n## Everything else\n\n")
+	fmt.Fprintf(&b, "TestAndAdd is of keys the filter holds, a lookup that hits; TestAndAddNew of keys it has not seen, a lookup that misses and then an add. BoomFilters' counting filter is the only peer that removes. A ratio is to the row of bits-and-blooms with the same workload and size, where there is one.\n\n")
+	fmt.Fprintf(&b, "| benchmark | ns/op | vs bits-and-blooms | allocs/op | other |\n| --- | --- | --- | --- | --- |\n")
 	names := make([]string, 0, len(r))
 	for name := range r {
 		if !strings.HasPrefix(name, "Contains/") && !strings.HasPrefix(name, "Add/") {
@@ -349,9 +351,24 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 				other = append(other, fmt.Sprintf("%.1f %s", v, metric))
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %s |\n", name, get(r, name, "ns/op"), optional(get(r, name, "allocs/op"), "%.0f"), strings.Join(other, ", "))
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s |\n", name, get(r, name, "ns/op"), optional(vsBitsAndBlooms(r, name), "%.2fx"),
+			optional(get(r, name, "allocs/op"), "%.0f"), strings.Join(other, ", "))
 	}
 	return b.String()
+}
+
+// vsBitsAndBlooms is the ns/op of the benchmark name against the one that
+// differs from it only in naming bits-and-blooms as its library, NaN where
+// there is none.
+func vsBitsAndBlooms(r map[string]result, name string) float64 {
+	parts := strings.Split(name, "/")
+	for i, part := range parts {
+		if slices.Contains(libraries, part) {
+			parts[i] = "bits-and-blooms"
+			return get(r, name, "ns/op") / get(r, strings.Join(parts, "/"), "ns/op")
+		}
+	}
+	return math.NaN()
 }
 
 // suffix maps an Add row to the Contains row that carries its filter's size

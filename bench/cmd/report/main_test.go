@@ -104,3 +104,20 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 	require.Regexp(t, `\n- [^\n]*Open, 4 GiB vs 1 MiB[^\n]*: this run has no measurement for it`, reasons)
 	require.NotContains(t, reasons, "whatever the file's size", "an unmeasured target's usual reason would quote no figures")
 }
+
+func TestEverythingElseComparesWithBitsAndBlooms(t *testing.T) {
+	r := parse(benchOutput(1, map[string]map[string][]float64{
+		"TestAndAddNew/1M/tallybloom":      {"ns/op": {300}},
+		"TestAndAddNew/1M/bits-and-blooms": {"ns/op": {100}},
+		"Remove/1M/tallybloom":             {"ns/op": {250}},
+		"Open/4GiB":                        {"ns/op": {50000}},
+	}))
+	require.InDelta(t, 3, vsBitsAndBlooms(r, "TestAndAddNew/1M/tallybloom"), 1e-9)
+	require.InDelta(t, 1, vsBitsAndBlooms(r, "TestAndAddNew/1M/bits-and-blooms"), 1e-9)
+	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Remove/1M/tallybloom")), "bits-and-blooms does not remove")
+	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Open/4GiB")), "no library in the name")
+
+	report := write(r, "short", 1, "250ms", time.Minute, "results.svg")
+	require.Contains(t, report, "| TestAndAddNew/1M/tallybloom | 300.0 | 3.00x | ")
+	require.Contains(t, report, "| Remove/1M/tallybloom | 250.0 |  | ")
+}
