@@ -346,6 +346,20 @@ func BenchmarkTestAndAddNew(b *testing.B) {
 					}
 				}
 				renew()
+				// A file's pages that the kernel wrote back since they last
+				// changed stay read-only until the next store, which
+				// faults: 40 s after a fill, an add into the 64M filter
+				// took 825 ns against 290 before. A service that writes
+				// all the time keeps its pages dirty; passes before the
+				// timing make this filter's so, as the fill did when
+				// fresh, for every library alike.
+				for range warmPasses {
+					for j, k := range pool {
+						added[j] = testAndAdd(k)
+					}
+					undo(pool, added)
+					renew()
+				}
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
@@ -363,6 +377,10 @@ func BenchmarkTestAndAddNew(b *testing.B) {
 		}
 	}
 }
+
+// warmPasses of new keys before the timing store into nearly every page of
+// a 64M filter.
+const warmPasses = 8
 
 // newKeysSet is above every set of Keys the benchmarks ask for.
 const newKeysSet = 1 << 40
