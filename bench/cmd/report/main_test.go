@@ -54,6 +54,18 @@ func TestTargetJudgesTheMedian(t *testing.T) {
 	require.False(t, target{ratio: spread{median: math.NaN()}, atLeast: 4}.met(), "a target not measured is not met")
 }
 
+func TestARatioNearItsLimitIsShownCloseEnoughToAgreeWithItsVerdict(t *testing.T) {
+	over := target{ratio: spread{median: 0.7004}, atMost: 0.7}
+	require.False(t, over.met())
+	require.Equal(t, "0.7004", over.shown(), "0.70x beside missed would contradict it")
+	require.Equal(t, "0.70", target{ratio: spread{median: 0.7}, atMost: 0.7}.shown())
+	require.Equal(t, "0.70", target{ratio: spread{median: 0.6996}, atMost: 0.7}.shown(), "met, and 0.70 says so")
+	require.Equal(t, "0.69", target{ratio: spread{median: 0.6912}, atMost: 0.7}.shown())
+	require.Equal(t, "1.497", target{ratio: spread{median: 1.4973}, atLeast: 1.5}.shown())
+	require.Equal(t, "2.30", target{ratio: spread{median: 2.3}, atLeast: 1.5}.shown())
+	require.Equal(t, "NaN", target{ratio: spread{median: math.NaN()}, atLeast: 1.5}.shown())
+}
+
 func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 	ns := func(vs ...float64) map[string][]float64 { return map[string][]float64{"ns/op": vs} }
 	withBits := func(m map[string][]float64, bits float64) map[string][]float64 {
