@@ -215,12 +215,13 @@ func (f *Filter) remove(h counting.Hash, id uint64) error {
 
 // removeLocked removes the key. A remove that finds nothing changes nothing,
 // so before the first change after a flush it is refused without marking
-// the file dirty; after it, the chain's remove refuses it as cheaply.
+// the file dirty; after it, the chain's remove refuses it as cheaply, and
+// beginLocked alone checks that the filter may change.
 func (f *Filter) removeLocked(h counting.Hash, id uint64) error {
-	if err := f.changeableLocked(); err != nil {
-		return err
-	}
 	if !f.mu.dirty {
+		if err := f.changeableLocked(); err != nil {
+			return err
+		}
 		if err := f.chain.Holds(h, id); err != nil {
 			return f.changeError(err)
 		}

@@ -338,9 +338,8 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 				if _, ok := r[name]; !ok {
 					continue // skipped, and the text below says why
 				}
-				base := strings.Replace(name, lib, "bits-and-blooms", 1)
 				fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.2fx | %.0f | %s | %s |\n", w, size, lib,
-					get(r, name, "ns/op"), get(r, name, "ns/op")/get(r, base, "ns/op"), get(r, name, "allocs/op"),
+					get(r, name, "ns/op"), vsBitsAndBlooms(r, name), get(r, name, "allocs/op"),
 					optional(get(r, strings.Replace(name, "Add/", "Contains/", 1)+suffix(w), "bits/key"), "%.1f"),
 					optional(get(r, strings.Replace(name, "Add/", "Contains/", 1)+suffix(w), "fpr"), "%.4f"))
 			}
