@@ -382,13 +382,16 @@ func (f *Filter) readState() (seqno.State, error) {
 	}
 }
 
-// shortFile explains a file smaller than the header: not ours, or truncated.
+// shortFile explains a file smaller than the header: not ours when its
+// first bytes are not the magic number (as much of it as the file holds),
+// else a filter cut short.
 func shortFile(file *mmapfile.File, size int64) error {
-	if size >= int64(len(Magic)) {
+	if size > 0 {
 		if r, err := file.Map(0, size); err == nil {
 			defer r.Unmap()
-			if _, err := decodeSuperblock(file.Path(), r.Bytes()); err != nil && size < sbSize {
-				return err
+			head := r.Bytes()[:min(size, int64(len(Magic)))]
+			if !strings.HasPrefix(Magic, string(head)) {
+				return &notFilterError{path: file.Path()}
 			}
 		}
 	}

@@ -883,6 +883,36 @@ func TestDamagedFiles(t *testing.T) {
 		assert.NotErrorIs(t, err, ErrNotFilter)
 	})
 
+	// A file shorter than the header is a filter cut short if it starts
+	// as one, as far as it goes, and else not a filter, however short.
+	t.Run("short files say which they are", func(t *testing.T) {
+		for name, c := range map[string]struct {
+			content []byte
+			ours    bool
+		}{
+			"a word":                 {[]byte("hello\n"), false},
+			"one byte":               {[]byte("#"), false},
+			"part of the magic":      {good[:5], true},
+			"the magic":              {good[:len(Magic)], true},
+			"part of the superblock": {good[:100], true},
+			"most of the header":     {good[:HeaderBytes-1], true},
+			"empty":                  {nil, true},
+		} {
+			path := tempPath(t)
+			require.NoError(t, os.WriteFile(path, c.content, 0o644))
+			for _, ro := range []bool{false, true} {
+				_, err := Open(path, &Options{ReadOnly: ro})
+				require.ErrorIs(t, err, ErrCorrupt, name)
+				if c.ours {
+					assert.NotErrorIs(t, err, ErrNotFilter, "%s: %v", name, err)
+					assert.Contains(t, err.Error(), "truncated", name)
+				} else {
+					assert.ErrorIs(t, err, ErrNotFilter, name)
+				}
+			}
+		}
+	})
+
 	t.Run("newer version", func(t *testing.T) {
 		path := tempPath(t)
 		b := append([]byte(nil), good...)
