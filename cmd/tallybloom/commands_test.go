@@ -485,3 +485,48 @@ func TestFrozenFixedFilterFitsACookie(t *testing.T) {
 	t.Logf("measured false-positive rate %.4f", rate)
 	assert.LessOrEqual(t, rate, 0.01)
 }
+
+// import refuses what is not an export before it makes anything, and says
+// what it was given where it can: a filter file or a frozen export is a
+// likely mistake. An export in base64 broken into lines still imports.
+func TestImportSaysWhatItWasGiven(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, _, code := tallybloomIn(t, "a\nb\n", "add", "--id", "1", path)
+	require.Equal(t, 0, code)
+	dir := t.TempDir()
+	frozen, frozen64, export64 := filepath.Join(dir, "frozen"), filepath.Join(dir, "frozen64"), filepath.Join(dir, "export64")
+	for _, args := range [][]string{{"--frozen", path, frozen}, {"--frozen", "--base64", path, frozen64}, {"--base64", path, export64}} {
+		_, errOut, code := tallybloom(t, append([]string{"export"}, args...)...)
+		require.Equal(t, 0, code, errOut)
+	}
+	text, junk := filepath.Join(dir, "text"), filepath.Join(dir, "junk")
+	require.NoError(t, os.WriteFile(text, []byte("hello\n"), 0o644))
+	require.NoError(t, os.WriteFile(junk, []byte{0, 1, 2, 0xff}, 0o644))
+
+	for name, c := range map[string]struct{ in, says string }{
+		"a filter file":             {path, "is a filter file, not an export"},
+		"a frozen export":           {frozen, "is a frozen export"},
+		"a frozen export in base64": {frozen64, "is a frozen export"},
+		"text":                      {text, "is not a tallybloom export"},
+		"bytes":                     {junk, "is not a tallybloom export"},
+	} {
+		out := filepath.Join(dir, name+".tb")
+		_, errOut, code := tallybloom(t, "import", c.in, out)
+		assert.Equal(t, 2, code, name)
+		assert.Contains(t, errOut, c.says, name)
+		assert.NoFileExists(t, out, name)
+	}
+
+	encoded, err := os.ReadFile(export64)
+	require.NoError(t, err)
+	var lines []byte
+	for len(encoded) > 76 {
+		lines = append(append(lines, encoded[:76]...), '\n')
+		encoded = encoded[76:]
+	}
+	wrapped := filepath.Join(dir, "wrapped")
+	require.NoError(t, os.WriteFile(wrapped, append(lines, encoded...), 0o644))
+	_, errOut, code := tallybloom(t, "import", wrapped, filepath.Join(dir, "wrapped.tb"))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "imported 2 keys")
+}

@@ -66,7 +66,9 @@ func decodeIfBase64(data []byte) []byte {
 }
 
 // exportStream opens an export for import: a path or "-" for standard input,
-// binary or base64, streamed.
+// binary or base64, streamed. What is not an export is refused before
+// anything is made, saying what it is where it can: a filter file or a
+// frozen export, which import cannot read, is a likely mistake.
 func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error, error) {
 	in, size, closer := stdin, int64(-1), func() error { return nil }
 	if path != "-" {
@@ -79,10 +81,48 @@ func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error,
 		}
 		in, closer = file, file.Close
 	}
-	buffered := bufio.NewReader(in)
-	head, _ := buffered.Peek(len(engine.ExportMagic))
-	if bytes.HasPrefix(head, []byte(engine.ExportMagic)) {
-		return buffered, size, closer, nil
+	stream := bufio.NewReader(in)
+	head, _ := stream.Peek(sniffBytes)
+	if !startsAs(head, engine.ExportMagic) && !startsAs(head, engine.Magic) && looksBase64(head) {
+		stream = bufio.NewReader(base64.NewDecoder(base64.RawURLEncoding, stream))
+		head, _ = stream.Peek(len(engine.ExportMagic))
 	}
-	return base64.NewDecoder(base64.RawURLEncoding, buffered), size, closer, nil
+	if err := notExport(path, head); err != nil {
+		_ = closer()
+		return nil, 0, nil, err
+	}
+	return stream, size, closer, nil
+}
+
+// sniffBytes is how much of a stream exportStream reads to tell binary from
+// base64.
+const sniffBytes = 64
+
+// notExport says what a stream that starts with head is, if not an export.
+func notExport(path string, head []byte) error {
+	switch {
+	case startsAs(head, engine.ExportMagic):
+		return nil
+	case startsAs(head, engine.Magic):
+		return fmt.Errorf("%w: %s is a filter file, not an export: import reads what export writes (tallybloom export FILE OUT)", engine.ErrInvalidInput, path)
+	case startsAs(head, engine.FrozenMagic) && len(head) > len(engine.FrozenMagic) && head[len(engine.FrozenMagic)] == engine.FrozenVersion:
+		return fmt.Errorf("%w: %s is a frozen export, one bit a counter, which cannot become a filter file again: export without --frozen", engine.ErrInvalidInput, path)
+	}
+	return fmt.Errorf("%w: %s is not a tallybloom export, binary or base64", engine.ErrNotFilter, path)
+}
+
+func startsAs(head []byte, magic string) bool { return bytes.HasPrefix(head, []byte(magic)) }
+
+// looksBase64 reports whether head is all base64 (either alphabet) or line
+// breaks, as export --base64 writes it.
+func looksBase64(head []byte) bool {
+	for _, c := range head {
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case c == '-', c == '_', c == '+', c == '/', c == '=', c == '\n', c == '\r':
+		default:
+			return false
+		}
+	}
+	return len(head) > 0
 }
