@@ -56,7 +56,7 @@ Exits 1 when some key was not found (nothing changed for it).`,
 }
 
 func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opts keyOptions) error {
-	f, err := engine.Open(path, nil)
+	f, err := openFilter(path, nil)
 	if err != nil {
 		return err
 	}

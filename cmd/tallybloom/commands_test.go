@@ -530,3 +530,42 @@ func TestImportSaysWhatItWasGiven(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "imported 2 keys")
 }
+
+// check reads exports as they are; the commands that need a filter file say
+// so when given one, binary or base64, and say how to make a file of it.
+func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, _, code := tallybloomIn(t, "a\nb\n", "add", "--id", "1", path)
+	require.Equal(t, 0, code)
+	dir := t.TempDir()
+	exports := map[string][]string{
+		"an export":                 {path, filepath.Join(dir, "export")},
+		"an export in base64":       {"--base64", path, filepath.Join(dir, "export64")},
+		"a frozen export":           {"--frozen", path, filepath.Join(dir, "frozen")},
+		"a frozen export in base64": {"--frozen", "--base64", path, filepath.Join(dir, "frozen64")},
+	}
+	for name, args := range exports {
+		_, errOut, code := tallybloom(t, append([]string{"export"}, args...)...)
+		require.Equal(t, 0, code, errOut)
+		exported := args[len(args)-1]
+		says := "it is an export: tallybloom import " + exported + " FILE"
+		if strings.Contains(name, "frozen") {
+			says = "it is a frozen export, which only check reads"
+		}
+		for _, command := range [][]string{
+			{"stats", exported}, {"verify", exported}, {"add", "--id", "1", exported, "k"},
+			{"remove", "--id", "1", exported, "k"}, {"drop-before", exported, "5"}, {"export", exported, filepath.Join(dir, "again")},
+		} {
+			_, errOut, code := tallybloom(t, command...)
+			assert.Equal(t, 2, code, "%s: %v", name, command)
+			assert.Contains(t, errOut, says, "%s: %v", name, command)
+		}
+	}
+	text := filepath.Join(dir, "text")
+	require.NoError(t, os.WriteFile(text, []byte("hello\n"), 0o644))
+	for _, other := range []string{text, filepath.Join(dir, "nothing")} {
+		_, errOut, code := tallybloom(t, "stats", other)
+		assert.Equal(t, 2, code)
+		assert.NotContains(t, errOut, "it is", other)
+	}
+}

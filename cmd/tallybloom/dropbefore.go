@@ -5,8 +5,6 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tallybloom/tallybloom/engine"
 )
 
 func dropBeforeCommand() *cobra.Command {
@@ -22,7 +20,7 @@ a sub-filter at a time. The newest sub-filter is never retired.`,
 			if err != nil {
 				return usageError(cmd, fmt.Errorf("ID %q is not a whole number", args[1]))
 			}
-			f, err := engine.Open(args[0], nil)
+			f, err := openFilter(args[0], nil)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ engine.ReadFrozen loads. --base64 writes either as URL-safe base64, for a
 cookie or a config value.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := engine.Open(args[0], &engine.Options{ReadOnly: true})
+			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
 			if err != nil {
 				return err
 			}

@@ -102,7 +102,7 @@ its changes one by one instead (mirror.Attach).`,
 			defer client.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			f, err := engine.Open(args[0], &engine.Options{ReadOnly: true})
+			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,15 +101,73 @@ const sniffBytes = 64
 
 // notExport says what a stream that starts with head is, if not an export.
 func notExport(path string, head []byte) error {
-	switch {
-	case startsAs(head, engine.ExportMagic):
+	switch kind(head) {
+	case anExport:
 		return nil
-	case startsAs(head, engine.Magic):
+	case aFilterFile:
 		return fmt.Errorf("%w: %s is a filter file, not an export: import reads what export writes (tallybloom export FILE OUT)", engine.ErrInvalidInput, path)
-	case startsAs(head, engine.FrozenMagic) && len(head) > len(engine.FrozenMagic) && head[len(engine.FrozenMagic)] == engine.FrozenVersion:
+	case aFrozenExport:
 		return fmt.Errorf("%w: %s is a frozen export, one bit a counter, which cannot become a filter file again: export without --frozen", engine.ErrInvalidInput, path)
 	}
 	return fmt.Errorf("%w: %s is not a tallybloom export, binary or base64", engine.ErrNotFilter, path)
+}
+
+// What a file or stream holds, by its first bytes.
+const (
+	aFilterFile   = "a filter file"
+	anExport      = "an export"
+	aFrozenExport = "a frozen export"
+)
+
+// kind is what a stream that starts with head (decoded, if it was base64)
+// holds, or "" if none of the three.
+func kind(head []byte) string {
+	switch {
+	case startsAs(head, engine.Magic):
+		return aFilterFile
+	case startsAs(head, engine.ExportMagic):
+		return anExport
+	case startsAs(head, engine.FrozenMagic) && len(head) > len(engine.FrozenMagic) && head[len(engine.FrozenMagic)] == engine.FrozenVersion:
+		return aFrozenExport
+	}
+	return ""
+}
+
+// openFilter is engine.Open, saying so when path is an export: check
+// reads exports as they are, so giving one to a command that needs a filter
+// file is a likely mistake.
+func openFilter(path string, opts *engine.Options) (*engine.Filter, error) {
+	f, err := engine.Open(path, opts)
+	if errors.Is(err, engine.ErrNotFilter) {
+		err = withExportHint(path, err)
+	}
+	return f, err
+}
+
+// withExportHint adds to err, which says path is not a filter, what path is
+// if it is an export, binary or base64.
+func withExportHint(path string, err error) error {
+	file, openErr := os.Open(path)
+	if openErr != nil {
+		return err
+	}
+	defer file.Close()
+	head := make([]byte, sniffBytes)
+	n, _ := io.ReadFull(file, head)
+	head = head[:n]
+	if kind(head) == "" && looksBase64(head) {
+		// Twelve characters are nine bytes, enough for either magic.
+		if decoded, decodeErr := base64.RawURLEncoding.DecodeString(string(head[:min(n, 12)/4*4])); decodeErr == nil {
+			head = decoded
+		}
+	}
+	switch kind(head) {
+	case anExport:
+		return fmt.Errorf("%w; it is an export: tallybloom import %s FILE makes a filter file of it", err, path)
+	case aFrozenExport:
+		return fmt.Errorf("%w; it is a frozen export, which only check reads", err)
+	}
+	return err
 }
 
 func startsAs(head []byte, magic string) bool { return bytes.HasPrefix(head, []byte(magic)) }

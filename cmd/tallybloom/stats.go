@@ -91,7 +91,7 @@ expected false-positive rate, bytes), the sequence numbers and the file's
 state. Opens the file read-only: it works while a writer runs.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := engine.Open(args[0], &engine.Options{ReadOnly: true})
+			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ wrong: verify again with the writer stopped).`,
 			err := engine.Verify(args[0])
 			switch {
 			case errors.Is(err, engine.ErrNotFilter):
-				return err // not ours: an error, not a verdict
+				return withExportHint(args[0], err) // not ours: an error, not a verdict
 			case err == nil:
 				fmt.Fprintf(cmd.OutOrStdout(), "ok\t%s\n", args[0])
 				return nil
