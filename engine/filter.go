@@ -248,11 +248,16 @@ func syncDir(path string) error {
 // writing) undoes the change in flight and Recovered reports it. If the
 // machine crashed after changes that were not flushed, Open returns an
 // *UncleanError (errors.Is ErrUnclean) carrying the last durable sequence.
+// A path that names a directory, a named pipe or anything else but a file
+// gets ErrInvalidInput, without being opened.
 func Open(path string, opts *Options) (*Filter, error) {
 	if err := errors.Join(opts.Validate(), checkHost()); err != nil {
 		return nil, err
 	}
 	o := opts.withDefaults()
+	if err := regularFile(path); err != nil {
+		return nil, err
+	}
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
@@ -275,6 +280,29 @@ func Open(path string, opts *Options) (*Filter, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// regularFile refuses a path that names something other than a file: a
+// directory would otherwise read as a filter cut short, and opening a named
+// pipe would wait for a writer that may never come. A path that does not
+// exist is left to the open, which says so.
+func regularFile(path string) error {
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch mode := info.Mode(); {
+	case mode.IsDir():
+		what = "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return fmt.Errorf("%w: %s is %s, not a filter file", ErrInvalidInput, path, what)
 }
 
 func open(file *mmapfile.File, o settings) (*Filter, error) {

@@ -4,7 +4,9 @@ package engine
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +55,34 @@ func residentPages(t *testing.T, b []byte) int {
 		n += int(v & 1)
 	}
 	return n
+}
+
+// Open refuses what is not a file by saying what it is, at once: a
+// directory would otherwise read as a filter cut short, and opening a named
+// pipe would wait for a writer. Neither is a damaged filter.
+func TestOpenRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "pipe")
+	require.NoError(t, unix.Mkfifo(pipe, 0o644))
+	for path, what := range map[string]string{dir: "is a directory", pipe: "is a named pipe", os.DevNull: "is a device"} {
+		for _, ro := range []bool{false, true} {
+			done := make(chan error, 1)
+			go func() {
+				f, err := Open(path, &Options{ReadOnly: ro})
+				if err == nil {
+					f.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, ErrInvalidInput, "%s, read-only %v", path, ro)
+				assert.NotErrorIs(t, err, ErrCorrupt, path)
+				assert.Contains(t, err.Error(), what)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Open(%s), read-only %v, still waiting after 10s", path, ro)
+			}
+		}
+	}
+	assert.ErrorIs(t, Verify(dir), ErrInvalidInput)
 }

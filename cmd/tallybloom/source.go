@@ -22,6 +22,15 @@ type checker interface {
 // openForCheck opens path as whatever it holds: a filter file (read-only,
 // no lock), or a portable or frozen export, binary or base64.
 func openForCheck(path string) (checker, func() error, error) {
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		// A directory or a named pipe: engine.Open says which, without
+		// opening it (a pipe would wait for a writer).
+		f, err := engine.Open(path, &engine.Options{ReadOnly: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f.Close, nil
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
