@@ -25,7 +25,8 @@ func checkCommand() *cobra.Command {
 		Long: `Print present<TAB>KEY or absent<TAB>KEY for each key (of the arguments, or
 of standard input, one a line). Exits 0 when every key is present, 1 when
 any is absent. FILE may be a filter file, an export or a frozen export,
-binary or base64. With --redis URL --name NAME there is no FILE: keys are
+binary or base64; an export may come through a pipe (check <(curl -s URL)
+KEY, or /dev/stdin). With --redis URL --name NAME there is no FILE: keys are
 checked against the copy in Redis (see mirror push), with the same output.
 
 --rollup treats each key as a URL and checks it and its parents, in the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/tallybloom/tallybloom/engine"
@@ -20,34 +21,45 @@ type checker interface {
 }
 
 // openForCheck opens path as whatever it holds: a filter file (read-only,
-// no lock), or a portable or frozen export, binary or base64.
+// no lock), or a portable or frozen export, binary or base64. An export may
+// also come through a pipe (check <(curl …) or /dev/stdin), read once.
 func openForCheck(path string) (checker, func() error, error) {
-	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
-		// A directory or a named pipe: engine.Open says which, without
-		// opening it (a pipe would wait for a writer).
+	var data []byte
+	info, err := os.Stat(path)
+	switch {
+	case err != nil || info.Mode().IsRegular():
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		head := make([]byte, len(engine.Magic))
+		n, _ := io.ReadFull(file, head)
+		file.Close()
+		if string(head[:n]) == engine.Magic {
+			f, err := engine.Open(path, &engine.Options{ReadOnly: true})
+			if err != nil {
+				return nil, nil, err
+			}
+			return f, f.Close, nil
+		}
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, nil, err
+		}
+	case info.Mode()&fs.ModeNamedPipe != 0:
+		// Read once: a pipe cannot be read again.
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, nil, err
+		}
+		if startsAs(data, engine.Magic) {
+			return nil, nil, fmt.Errorf("%w: %s is a filter file coming through a pipe; check maps a filter file where it lies: give its path", engine.ErrInvalidInput, path)
+		}
+	default:
+		// A directory or a device: engine.Open says which.
 		f, err := engine.Open(path, &engine.Options{ReadOnly: true})
 		if err != nil {
 			return nil, nil, err
 		}
 		return f, f.Close, nil
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	head := make([]byte, len(engine.Magic))
-	n, _ := io.ReadFull(file, head)
-	file.Close()
-	if string(head[:n]) == engine.Magic {
-		f, err := engine.Open(path, &engine.Options{ReadOnly: true})
-		if err != nil {
-			return nil, nil, err
-		}
-		return f, f.Close, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
 	}
 	data = decodeIfBase64(data)
 	noClose := func() error { return nil }

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,34 +42,83 @@ func TestCheckStreamsInConstantMemory(t *testing.T) {
 
 // Given a named pipe or a directory where a filter file belongs, the
 // commands say what it is at once: opening the pipe would wait for a writer.
+// (check reads an export from a pipe: TestCheckReadsAnExportFromAPipe.)
 func TestCommandsSayWhenAFileIsNotOne(t *testing.T) {
 	dir := t.TempDir()
 	pipe := filepath.Join(dir, "pipe")
 	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
 	for path, what := range map[string]string{pipe: "is a named pipe", dir: "is a directory"} {
-		for _, args := range [][]string{{"check", path, "k"}, {"stats", path}, {"verify", path}, {"add", "--id", "1", path, "k"}} {
-			code, errOut := runWithin(t, 10*time.Second, args...)
+		commands := [][]string{{"stats", path}, {"verify", path}, {"add", "--id", "1", path, "k"}}
+		if path == dir {
+			commands = append(commands, []string{"check", path, "k"}) // check reads an export from a pipe
+		}
+		for _, args := range commands {
+			code, _, errOut := runWithStdin(t, nil, args...)
 			assert.Equal(t, 2, code, "%v", args)
 			assert.Contains(t, errOut, what, "%v", args)
 		}
 	}
 }
 
-// runWithin runs the command and fails the test if it has not ended within
-// limit.
-func runWithin(t *testing.T, limit time.Duration, args ...string) (code int, stderr string) {
+// check reads an export, binary or base64, frozen or not, that comes
+// through a pipe, as check <(curl …) gives it: a named pipe, or standard
+// input as /dev/stdin. A filter file must be given by its path.
+func TestCheckReadsAnExportFromAPipe(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, _, code := tallybloomIn(t, "a\nb\n", "add", "--id", "1", path)
+	require.Equal(t, 0, code)
+	probes := []string{"a", "b", "zz", "yy"}
+	want, _, _ := tallybloom(t, append([]string{"check", path}, probes...)...)
+	require.Contains(t, want, "present\tb")
+	dir := t.TempDir()
+	for _, flags := range [][]string{nil, {"--base64"}, {"--frozen"}, {"--frozen", "--base64"}} {
+		exported := filepath.Join(dir, "export")
+		_, errOut, code := tallybloom(t, append(append([]string{"export"}, flags...), path, exported)...)
+		require.Equal(t, 0, code, errOut)
+		content, err := os.ReadFile(exported)
+		require.NoError(t, err)
+
+		pipe := filepath.Join(dir, "pipe")
+		require.NoError(t, syscall.Mkfifo(pipe, 0o644))
+		go func() {
+			if w, err := os.OpenFile(pipe, os.O_WRONLY, 0); err == nil {
+				w.Write(content)
+				w.Close()
+			}
+		}()
+		code, out, errOut := runWithStdin(t, nil, append([]string{"check", pipe}, probes...)...)
+		assert.Equal(t, 1, code, errOut)
+		assert.Equal(t, want, out, "%v through a named pipe", flags)
+		require.NoError(t, os.Remove(pipe))
+
+		code, out, errOut = runWithStdin(t, content, append([]string{"check", "/dev/stdin"}, probes...)...)
+		assert.Equal(t, 1, code, errOut)
+		assert.Equal(t, want, out, "%v on standard input", flags)
+	}
+
+	content, err := os.ReadFile(path)
+	require.NoError(t, err)
+	code, _, errOut := runWithStdin(t, content, "check", "/dev/stdin", "b")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "is a filter file coming through a pipe")
+}
+
+// runWithStdin runs the command with stdin, through a pipe, as its standard
+// input, and fails the test if it has not ended within 10 s.
+func runWithStdin(t *testing.T, stdin []byte, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var errOut strings.Builder
+	var out, errOut strings.Builder
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Stderr = &errOut
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	require.NoError(t, ctx.Err(), "%v still running after %v", args, limit)
+	require.NoError(t, ctx.Err(), "%v still running after 10s", args)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return exit.ExitCode(), errOut.String()
+		return exit.ExitCode(), out.String(), errOut.String()
 	}
 	require.NoError(t, err)
-	return 0, errOut.String()
+	return 0, out.String(), errOut.String()
 }
