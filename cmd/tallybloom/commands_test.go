@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -527,6 +528,20 @@ func TestImportSaysWhatItWasGiven(t *testing.T) {
 	wrapped := filepath.Join(dir, "wrapped")
 	require.NoError(t, os.WriteFile(wrapped, append(lines, encoded...), 0o644))
 	_, errOut, code := tallybloom(t, "import", wrapped, filepath.Join(dir, "wrapped.tb"))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "imported 2 keys")
+
+	// As other tools write base64: the standard alphabet, padded.
+	binary := filepath.Join(dir, "binary")
+	_, errOut, code = tallybloom(t, "export", path, binary)
+	require.Equal(t, 0, code, errOut)
+	raw, err := os.ReadFile(binary)
+	require.NoError(t, err)
+	standard := base64.StdEncoding.EncodeToString(raw)
+	require.True(t, strings.ContainsAny(standard, "+/"), "the test needs a character the alphabets differ in")
+	plain := filepath.Join(dir, "standard")
+	require.NoError(t, os.WriteFile(plain, []byte(standard+"\n"), 0o644))
+	_, errOut, code = tallybloom(t, "import", plain, filepath.Join(dir, "standard.tb"))
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "imported 2 keys")
 }

@@ -106,7 +106,7 @@ func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error,
 	stream := bufio.NewReader(in)
 	head, _ := stream.Peek(sniffBytes)
 	if !startsAs(head, engine.ExportMagic) && !startsAs(head, engine.Magic) && looksBase64(head) {
-		stream = bufio.NewReader(base64.NewDecoder(base64.RawURLEncoding, stream))
+		stream = bufio.NewReader(base64.NewDecoder(base64.RawURLEncoding, urlSafe{stream}))
 		head, _ = stream.Peek(len(engine.ExportMagic))
 	}
 	if err := notExport(path, head); err != nil {
@@ -114,6 +114,28 @@ func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error,
 		return nil, 0, nil, err
 	}
 	return stream, size, closer, nil
+}
+
+// urlSafe reads base64 of either alphabet, padded or not (export writes
+// URL-safe without padding; other tools write the standard alphabet with
+// it), as URL-safe without padding.
+type urlSafe struct{ r io.Reader }
+
+func (u urlSafe) Read(p []byte) (int, error) {
+	n, err := u.r.Read(p)
+	kept := p[:0]
+	for _, c := range p[:n] {
+		switch c {
+		case '+':
+			kept = append(kept, '-')
+		case '/':
+			kept = append(kept, '_')
+		case '=':
+		default:
+			kept = append(kept, c)
+		}
+	}
+	return len(kept), err
 }
 
 // sniffBytes is how much of a stream exportStream reads to tell binary from
