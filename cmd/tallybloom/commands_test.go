@@ -584,3 +584,16 @@ func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {
 		assert.NotContains(t, errOut, "it is", other)
 	}
 }
+
+// A key line longer than the reader takes names its line; the keys before
+// it stay added.
+func TestTooLongAKeyLineSaysWhich(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errOut, code := tallybloomIn(t, "a\n"+strings.Repeat("y", maxLine+1)+"\n", "add", "--id", "1", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, fmt.Sprintf("line 2: longer than %d bytes", maxLine))
+	assert.Contains(t, errOut, "the keys before it were added and kept")
+	out, _, code := tallybloom(t, "check", path, "a")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "present\ta\n", out)
+}

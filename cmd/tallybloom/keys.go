@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -57,7 +58,8 @@ func eachKey(args []string, in io.Reader, opts keyOptions, fn func(keyItem) erro
 	}
 	lines := bufio.NewScanner(in)
 	lines.Buffer(make([]byte, 64<<10), maxLine)
-	for n := 1; lines.Scan(); n++ {
+	n := 1
+	for ; lines.Scan(); n++ {
 		text := strings.TrimSuffix(lines.Text(), "\r")
 		if strings.TrimSpace(text) == "" {
 			continue
@@ -66,7 +68,10 @@ func eachKey(args []string, in io.Reader, opts keyOptions, fn func(keyItem) erro
 			return err
 		}
 	}
-	if err := lines.Err(); err != nil {
+	switch err := lines.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("line %d: longer than %d bytes, the longest key line read", n, maxLine)
+	case err != nil:
 		return fmt.Errorf("reading keys: %w", err)
 	}
 	return nil
