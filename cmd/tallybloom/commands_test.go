@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
 )
 
 // newFile creates a filter with the given create flags. Unless the test
@@ -596,4 +598,12 @@ func TestTooLongAKeyLineSaysWhich(t *testing.T) {
 	out, _, code := tallybloom(t, "check", path, "a")
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "present\ta\n", out)
+}
+
+// --version names the build and the formats it reads and writes.
+func TestVersion(t *testing.T) {
+	out, _, code := tallybloom(t, "--version")
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out, "tallybloom version "), out)
+	assert.Contains(t, out, fmt.Sprintf("file format %d, export format %d, frozen format %d", engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion))
 }

@@ -13,6 +13,7 @@
 //	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
 //	tallybloom mirror pull FILE --redis URL --name NAME [--cluster] [--presence-bits | --counters-only]
 //	tallybloom check --redis URL --name NAME [-q] [--json] [--rollup] [KEY ...]
+//	tallybloom --version
 //
 // Exit codes: 0 when all is well, 1 when the answer is "no" (a key absent,
 // a key to remove not found, a damaged file), 2 on an error (a missing file,

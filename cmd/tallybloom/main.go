@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/engine"
 )
 
 func main() {
@@ -52,6 +56,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Short:         "Work with tallybloom counting Bloom filter files",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version(),
 	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -114,4 +119,26 @@ func exactArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// version is the build's module version, or its revision when built from a
+// checkout, and the formats it reads and writes: what a report of a problem
+// needs.
+func version() string {
+	v := "(unknown)"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		v = info.Main.Version
+		settings := map[string]string{}
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
+		if rev := settings["vcs.revision"]; rev != "" && (v == "" || v == "(devel)") {
+			v = fmt.Sprintf("(devel) %.12s", rev)
+			if settings["vcs.modified"] == "true" {
+				v += " modified"
+			}
+		}
+	}
+	return fmt.Sprintf("%s, file format %d, export format %d, frozen format %d, %s",
+		v, engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion, runtime.Version())
 }
