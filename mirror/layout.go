@@ -10,10 +10,11 @@ import (
 	"github.com/tallybloom/tallybloom/engine"
 )
 
-// format is the meta hash's format field; a reader refuses another. Its
-// number follows the layout here and the key placement (engine.FormatVersion
-// 2 placed keys differently from 1, so a copy of version 1 reads wrongly).
-const format = "tallybloom-mirror-2"
+// Format is the layout of a copy in Redis, in its meta hash's format field;
+// a reader refuses another. Its number follows the layout here and the key
+// placement (engine.FormatVersion 2 placed keys differently from 1, so a
+// copy of version 1 reads wrongly).
+const Format = "tallybloom-mirror-2"
 
 // keys names a filter's keys.
 type keys struct{ name string }
@@ -108,7 +109,7 @@ func metaFields(gen, seq, partBytes uint64, cfg engine.Config, subs []engine.Sub
 
 // copyFields is metaFields but the generation, which startScript chooses.
 func copyFields(seq, partBytes uint64, cfg engine.Config, subs []engine.SubFilterStats) []any {
-	fields := []any{"format", format, "seq", seq, "config", encodeConfig(cfg), "part", partBytes, "dir", encodeDir(subs)}
+	fields := []any{"format", Format, "seq", seq, "config", encodeConfig(cfg), "part", partBytes, "dir", encodeDir(subs)}
 	for _, sub := range subs {
 		fields = append(fields, tallyField(sub.Level), encodeTallies(sub.Count, sub.MaxID, sub.NonZero))
 	}
@@ -160,8 +161,8 @@ func decodeMeta(answer any) (copyMeta, error) {
 		}
 		fields[k] = v
 	}
-	if fields["format"] != format {
-		return copyMeta{}, fmt.Errorf("%w: meta format %q, want %q", ErrBadAnswer, fields["format"], format)
+	if fields["format"] != Format {
+		return copyMeta{}, fmt.Errorf("%w: meta format %q, want %q", ErrBadAnswer, fields["format"], Format)
 	}
 	var m copyMeta
 	var err error

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/mirror"
 )
 
 // newFile creates a filter with the given create flags. Unless the test
@@ -605,5 +606,5 @@ func TestVersion(t *testing.T) {
 	out, _, code := tallybloom(t, "--version")
 	require.Equal(t, 0, code)
 	assert.True(t, strings.HasPrefix(out, "tallybloom version "), out)
-	assert.Contains(t, out, fmt.Sprintf("file format %d, export format %d, frozen format %d", engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion))
+	assert.Contains(t, out, fmt.Sprintf("file format %d, export format %d, frozen format %d, Redis copies %s", engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion, mirror.Format))
 }

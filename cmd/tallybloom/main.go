@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/mirror"
 )
 
 func main() {
@@ -139,6 +140,6 @@ func version() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s, file format %d, export format %d, frozen format %d, %s",
-		v, engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion, runtime.Version())
+	return fmt.Sprintf("%s, file format %d, export format %d, frozen format %d, Redis copies %s, %s",
+		v, engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion, mirror.Format, runtime.Version())
 }
