@@ -122,23 +122,13 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
-// version is the build's module version, or its revision when built from a
-// checkout, and the formats it reads and writes: what a report of a problem
-// needs.
+// version is the build's module version (a pseudo-version naming the
+// commit when built from a checkout) and the formats it reads and writes:
+// what a report of a problem needs.
 func version() string {
 	v := "(unknown)"
 	if info, ok := debug.ReadBuildInfo(); ok {
 		v = info.Main.Version
-		settings := map[string]string{}
-		for _, s := range info.Settings {
-			settings[s.Key] = s.Value
-		}
-		if rev := settings["vcs.revision"]; rev != "" && (v == "" || v == "(devel)") {
-			v = fmt.Sprintf("(devel) %.12s", rev)
-			if settings["vcs.modified"] == "true" {
-				v += " modified"
-			}
-		}
 	}
 	return fmt.Sprintf("%s, file format %d, export format %d, frozen format %d, Redis copies %s, %s",
 		v, engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion, mirror.Format, runtime.Version())

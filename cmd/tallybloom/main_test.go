@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,11 +42,25 @@ func tallybloom(t *testing.T, args ...string) (stdout, stderr string, code int) 
 // tallybloomIn runs the command with stdin as its standard input.
 func tallybloomIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return tallybloomWithin(t, 0, stdin, args...)
+}
+
+// tallybloomWithin is tallybloomIn that fails the test if the command has
+// not ended within limit (none if 0). Standard input comes through a pipe.
+func tallybloomWithin(t *testing.T, limit time.Duration, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx := context.Background()
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "%v still running after %v", args, limit)
 	if exit, ok := err.(*exec.ExitError); ok {
 		return out.String(), errOut.String(), exit.ExitCode()
 	}

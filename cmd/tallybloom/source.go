@@ -24,37 +24,11 @@ type checker interface {
 // no lock), or a portable or frozen export, binary or base64. An export may
 // also come through a pipe (check <(curl …) or /dev/stdin), read once.
 func openForCheck(path string) (checker, func() error, error) {
-	var data []byte
-	info, err := os.Stat(path)
-	switch {
-	case err != nil || info.Mode().IsRegular():
-		file, err := os.Open(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		head := make([]byte, len(engine.Magic))
-		n, _ := io.ReadFull(file, head)
-		file.Close()
-		if string(head[:n]) == engine.Magic {
-			f, err := engine.Open(path, &engine.Options{ReadOnly: true})
-			if err != nil {
-				return nil, nil, err
-			}
-			return f, f.Close, nil
-		}
-		if data, err = os.ReadFile(path); err != nil {
-			return nil, nil, err
-		}
-	case info.Mode()&fs.ModeNamedPipe != 0:
-		// Read once: a pipe cannot be read again.
-		if data, err = os.ReadFile(path); err != nil {
-			return nil, nil, err
-		}
-		if startsAs(data, engine.Magic) {
-			return nil, nil, fmt.Errorf("%w: %s is a filter file coming through a pipe; check maps a filter file where it lies: give its path", engine.ErrInvalidInput, path)
-		}
-	default:
-		// A directory or a device: engine.Open says which.
+	data, asFilter, err := exportBytes(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if asFilter {
 		f, err := engine.Open(path, &engine.Options{ReadOnly: true})
 		if err != nil {
 			return nil, nil, err
@@ -72,6 +46,39 @@ func openForCheck(path string) (checker, func() error, error) {
 		return z, noClose, err
 	}
 	return nil, nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
+}
+
+// exportBytes reads what path holds, for check, unless engine.Open is the
+// one to open it (asFilter): a filter file, and anything but a file or a
+// pipe (missing, a directory, a device), which engine.Open explains.
+func exportBytes(path string) (data []byte, asFilter bool, err error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, true, nil
+	}
+	switch mode := info.Mode(); {
+	case mode&fs.ModeNamedPipe != 0:
+		// Read once: a pipe cannot be read again.
+		data, err := os.ReadFile(path)
+		if err == nil && startsAs(data, engine.Magic) {
+			err = fmt.Errorf("%w: %s is a filter file coming through a pipe; check maps a filter file where it lies: give its path", engine.ErrInvalidInput, path)
+		}
+		return data, false, err
+	case !mode.IsRegular():
+		return nil, true, nil
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	head := make([]byte, len(engine.Magic))
+	n, _ := io.ReadFull(file, head)
+	file.Close()
+	if string(head[:n]) == engine.Magic {
+		return nil, true, nil
+	}
+	data, err = os.ReadFile(path)
+	return data, false, err
 }
 
 // decodeIfBase64 returns the bytes data encodes if it is base64 (as
@@ -198,11 +205,9 @@ func withExportHint(path string, err error) error {
 	head := make([]byte, sniffBytes)
 	n, _ := io.ReadFull(file, head)
 	head = head[:n]
-	if kind(head) == "" && looksBase64(head) {
-		// Twelve characters are nine bytes, enough for either magic.
-		if decoded, decodeErr := base64.RawURLEncoding.DecodeString(string(head[:min(n, 12)/4*4])); decodeErr == nil {
-			head = decoded
-		}
+	if kind(head) == "" {
+		// Whole groups of four characters decode without padding.
+		head = decodeIfBase64(head[:n/4*4])
 	}
 	switch kind(head) {
 	case anExport:

@@ -3,9 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +50,7 @@ func TestCommandsSayWhenAFileIsNotOne(t *testing.T) {
 			commands = append(commands, []string{"check", path, "k"}) // check reads an export from a pipe
 		}
 		for _, args := range commands {
-			code, _, errOut := runWithStdin(t, nil, args...)
+			_, errOut, code := tallybloomWithin(t, 10*time.Second, "", args...)
 			assert.Equal(t, 2, code, "%v", args)
 			assert.Contains(t, errOut, what, "%v", args)
 		}
@@ -86,39 +83,19 @@ func TestCheckReadsAnExportFromAPipe(t *testing.T) {
 				w.Close()
 			}
 		}()
-		code, out, errOut := runWithStdin(t, nil, append([]string{"check", pipe}, probes...)...)
+		out, errOut, code := tallybloomWithin(t, 10*time.Second, "", append([]string{"check", pipe}, probes...)...)
 		assert.Equal(t, 1, code, errOut)
 		assert.Equal(t, want, out, "%v through a named pipe", flags)
 		require.NoError(t, os.Remove(pipe))
 
-		code, out, errOut = runWithStdin(t, content, append([]string{"check", "/dev/stdin"}, probes...)...)
+		out, errOut, code = tallybloomWithin(t, 10*time.Second, string(content), append([]string{"check", "/dev/stdin"}, probes...)...)
 		assert.Equal(t, 1, code, errOut)
 		assert.Equal(t, want, out, "%v on standard input", flags)
 	}
 
 	content, err := os.ReadFile(path)
 	require.NoError(t, err)
-	code, _, errOut := runWithStdin(t, content, "check", "/dev/stdin", "b")
+	_, errOut, code := tallybloomWithin(t, 10*time.Second, string(content), "check", "/dev/stdin", "b")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "is a filter file coming through a pipe")
-}
-
-// runWithStdin runs the command with stdin, through a pipe, as its standard
-// input, and fails the test if it has not ended within 10 s.
-func runWithStdin(t *testing.T, stdin []byte, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var out, errOut strings.Builder
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	require.NoError(t, ctx.Err(), "%v still running after 10s", args)
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), out.String(), errOut.String()
-	}
-	require.NoError(t, err)
-	return 0, out.String(), errOut.String()
 }
