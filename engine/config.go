@@ -33,6 +33,8 @@ type Config struct {
 	Tightening float64
 	// Growth is the capacity factor between successive sub-filters, at least
 	// 1 (1 keeps every sub-filter the same size). Zero means DefaultGrowth (2).
+	// Create refuses a Growth or Tightening with which a growing chain's
+	// second sub-filter could not be built.
 	Growth float64
 	// Seed seeds the key hash. Zero means a random seed chosen at creation
 	// and stored in the file, so that keys crafted to collide cannot be

@@ -120,6 +120,14 @@ func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	if _, err := cfg.params().Level(0); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if !cfg.Fixed {
+		// A chain that cannot build its second sub-filter could never grow;
+		// say so now rather than at the first add past Capacity.
+		if _, err := cfg.params().Level(1); err != nil {
+			return nil, fmt.Errorf("%w: growth %v, tightening %v: the second sub-filter could not be built: %w",
+				ErrInvalidConfig, cfg.Growth, cfg.Tightening, err)
+		}
+	}
 	return createFile(path, cfg, opts, func(f *Filter) error {
 		f.journal.Reset(0)
 		chain, err := scaling.New(cfg.params(), store{f})

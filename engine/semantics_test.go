@@ -334,6 +334,11 @@ func TestBadConfigs(t *testing.T) {
 		{Capacity: 10, ErrorRate: 0.01, Tightening: -0.1},
 		{Capacity: 10, ErrorRate: 0.01, Growth: 0.5},
 		{Capacity: 1 << 62, ErrorRate: 1e-9},
+		// A chain whose second sub-filter cannot be built could never grow:
+		// refused at creation, not at the first add past capacity.
+		{Capacity: 1000, ErrorRate: 0.01, Growth: 1e300},
+		{Capacity: 1 << 20, ErrorRate: 0.01, Growth: 1 << 24},
+		{Capacity: 1000, ErrorRate: 0.01, Tightening: 1e-300},
 	} {
 		path := tempPath(t)
 		_, err := Create(path, cfg, nil)
@@ -347,6 +352,14 @@ func TestBadConfigs(t *testing.T) {
 	assert.Contains(t, err.Error(), "tightening")
 	_, err = Create(tempPath(t), Config{Capacity: 1, ErrorRate: 0.1}, &Options{FileMode: fs.ModeDir | 0o644})
 	assert.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = Create(tempPath(t), Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1e300}, nil)
+	assert.ErrorContains(t, err, "second sub-filter")
+
+	// A fixed filter never builds a second sub-filter, so its growth does
+	// not matter.
+	fixed, err := Create(tempPath(t), Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1e300, Fixed: true}, nil)
+	require.NoError(t, err)
+	require.NoError(t, fixed.Close())
 }
 
 func TestCallsThatCannotRun(t *testing.T) {
