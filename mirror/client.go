@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -73,7 +74,7 @@ func (g goRedis) Close() error { return g.c.Close() }
 func Dial(rawURL string) (Redis, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: Redis URL %s: %w", Redact(rawURL), withoutURL(err))
+		return nil, urlError(rawURL, err)
 	}
 	opts.MaxRetries = -1 // the mirror retries itself; its scripts are safe to resend
 	// A call's context bounds its reads and writes, so Options.Timeout
@@ -88,11 +89,21 @@ func Dial(rawURL string) (Redis, error) {
 func DialCluster(rawURL string) (Redis, error) {
 	opts, err := redis.ParseClusterURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: Redis Cluster URL %s: %w", Redact(rawURL), withoutURL(err))
+		return nil, urlError(rawURL, err)
 	}
 	opts.MaxRetries = -1
 	opts.ContextTimeoutEnabled = true
 	return goRedis{redis.NewClusterClient(opts)}, nil
+}
+
+// urlError is ErrInvalidURL for rawURL, which did not parse with err. A URL
+// without a scheme, host:port as other tools take it, is told the form to
+// write.
+func urlError(rawURL string, err error) error {
+	if !strings.Contains(rawURL, "://") {
+		return fmt.Errorf("%w: %s: want redis://host:port, or rediss://host:port for TLS", ErrInvalidURL, Redact(rawURL))
+	}
+	return fmt.Errorf("%w: %s: %w", ErrInvalidURL, Redact(rawURL), withoutURL(err))
 }
 
 // withoutURL drops a *url.Error's URL, which holds the password.
@@ -107,8 +118,12 @@ func withoutURL(err error) error {
 // Redact is rawURL without its password, for logs and errors.
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable URL)"
+	if err == nil && u.Opaque == "" {
+		return u.Redacted()
 	}
-	return u.Redacted()
+	// Not scheme://host: anything before an @ may hold a password.
+	if at := strings.LastIndex(rawURL, "@"); at >= 0 {
+		return "xxxxx" + rawURL[at:]
+	}
+	return rawURL
 }

@@ -17,6 +17,9 @@ var (
 	// ErrInvalidName: a filter name that cannot be a hash tag.
 	ErrInvalidName = errors.New("mirror: invalid filter name")
 
+	// ErrInvalidURL: a Redis URL Dial or DialCluster cannot use.
+	ErrInvalidURL = errors.New("mirror: invalid Redis URL")
+
 	// ErrInvalidOptions: Options that cannot be used (Options.Validate).
 	ErrInvalidOptions = errors.New("mirror: invalid options")
 

@@ -319,4 +319,32 @@ func TestUserPasswordAndTLS(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "tally-secret", "a bad URL is reported without its password")
 	assert.Equal(t, "rediss://tally:xxxxx@127.0.0.1:6379", Redact("rediss://tally:tally-secret@127.0.0.1:6379"))
+	assert.Equal(t, "xxxxx@127.0.0.1:6379", Redact("tally:tally-secret@127.0.0.1:6379"), "without a scheme")
+	assert.Equal(t, "xxxxx@[bad", Redact("rediss://tally:tally-secret@[bad"), "unparsable")
+}
+
+// A URL that cannot be dialled is refused with ErrInvalidURL, before any
+// connection, and one without a scheme is told the form to write.
+func TestBadURLsSayWhy(t *testing.T) {
+	for _, c := range []struct {
+		url       string
+		wantsForm bool // the error shows the redis:// form
+	}{
+		{"127.0.0.1:6379", true},
+		{"localhost:6379", true},
+		{"tally:tally-secret@localhost:6379", true},
+		{"localhost", true},
+		{"http://localhost:6379", false},
+		{"redis://localhost:6379?dial_timeout=forever", false},
+		{"rediss://tally:tally-secret@[bad", false},
+	} {
+		for name, dial := range map[string]func(string) (Redis, error){"Dial": Dial, "DialCluster": DialCluster} {
+			_, err := dial(c.url)
+			require.ErrorIs(t, err, ErrInvalidURL, "%s(%q)", name, c.url)
+			assert.NotContains(t, err.Error(), "tally-secret", "%s(%q)", name, c.url)
+			if c.wantsForm {
+				assert.Contains(t, err.Error(), "redis://host:port", "%s(%q)", name, c.url)
+			}
+		}
+	}
 }
