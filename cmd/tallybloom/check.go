@@ -26,22 +26,23 @@ func checkCommand() *cobra.Command {
 of standard input, one a line). Exits 0 when every key is present, 1 when
 any is absent. FILE may be a filter file, an export or a frozen export,
 binary or base64; an export may come through a pipe (check <(curl -s URL)
-KEY, or /dev/stdin). With --redis URL --name NAME there is no FILE: keys are
-checked against the copy in Redis (see mirror push), with the same output.
+KEY, or /dev/stdin). With --name NAME there is no FILE: keys are checked
+against the copy in Redis at --redis URL, or at $TALLYBLOOM_REDIS (see
+mirror push), with the same output.
 
 --rollup treats each key as a URL and checks it and its parents, in the
 canonical form add --url stores: the host with each path prefix, the host,
 and each parent domain down to the registrable one (example.co.uk, not
 co.uk). A URL is present when any of them is; the line names the match.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if remote.url == "" && len(args) < 1 {
-				return usageError(cmd, fmt.Errorf("FILE is required (or --redis and --name)"))
+			if !remote.remote() && len(args) < 1 {
+				return usageError(cmd, fmt.Errorf("FILE is required (or --name, with --redis or %s)", redisEnv))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c batchChecker
-			if remote.url != "" {
+			if remote.remote() {
 				rc, closeRedis, err := remote.checker(cmd.Context())
 				if err != nil {
 					return err

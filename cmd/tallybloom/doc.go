@@ -12,8 +12,12 @@
 //	tallybloom demo [DIR]
 //	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
 //	tallybloom mirror pull FILE --redis URL --name NAME [--cluster] [--presence-bits | --counters-only]
+//	tallybloom mirror stats --redis URL --name NAME [--cluster] [--json]
 //	tallybloom check --redis URL --name NAME [-q] [--json] [--rollup] [KEY ...]
 //	tallybloom --version
+//
+// Where --redis is left out, the Redis URL comes from the environment
+// variable TALLYBLOOM_REDIS, which keeps a password off the command line.
 //
 // Exit codes: 0 when all is well, 1 when the answer is "no" (a key absent,
 // a key to remove not found, a damaged file), 2 on an error (a missing file,

@@ -105,6 +105,57 @@ func TestMirrorCommandErrors(t *testing.T) {
 	assert.Contains(t, errOut, "Usage:")
 }
 
+// TALLYBLOOM_REDIS stands in for --redis, so that a URL holding a password
+// need not be on a command line, which every user of the machine can read.
+func TestRedisURLFromTheEnvironment(t *testing.T) {
+	s := redistest.StartServer(t, "--requirepass", "s3cret-pass")
+	path := newFile(t, "--capacity", "10", "--error-rate", "0.1")
+	_, errOut, code := tallybloom(t, "add", path, "a")
+	require.Equal(t, 0, code, errOut)
+	t.Setenv("TALLYBLOOM_REDIS", strings.Replace(s.URL(), "redis://", "redis://:s3cret-pass@", 1))
+
+	out, errOut, code := tallybloom(t, "mirror", "push", path, "--name", "env")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "pushed "+path)
+	assert.NotContains(t, out, "s3cret-pass")
+	out, errOut, code = tallybloom(t, "check", "--name", "env", "a", "b")
+	assert.Equal(t, 1, code, errOut)
+	assert.Equal(t, "present\ta\nabsent\tb\n", out)
+	out, errOut, code = tallybloom(t, "mirror", "stats", "--name", "env")
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "env")
+	pulled := filepath.Join(t.TempDir(), "pulled.tb")
+	_, errOut, code = tallybloom(t, "mirror", "pull", pulled, "--name", "env")
+	require.Equal(t, 0, code, errOut)
+	out, _, code = tallybloom(t, "check", pulled, "a")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "present\ta\n", out)
+
+	// --redis wins over the environment.
+	_, errOut, code = tallybloom(t, "check", "--redis", "redis://127.0.0.1:1", "--name", "env", "a")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "127.0.0.1:1")
+	// --redis still needs --name.
+	_, errOut, code = tallybloom(t, "check", "--redis", "redis://127.0.0.1:1", path, "a")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--name")
+
+	// With neither, the error names both ways to give the URL.
+	t.Setenv("TALLYBLOOM_REDIS", "")
+	for _, args := range [][]string{
+		{"mirror", "push", path, "--name", "env"},
+		{"mirror", "pull", filepath.Join(t.TempDir(), "p.tb"), "--name", "env"},
+		{"mirror", "stats", "--name", "env"},
+		{"check", "--name", "env", "a"},
+	} {
+		_, errOut, code = tallybloom(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errOut, "--redis", "%v", args)
+		assert.Contains(t, errOut, "TALLYBLOOM_REDIS", "%v", args)
+		assert.Contains(t, errOut, "Usage:", "%v", args)
+	}
+}
+
 // syncBuffer is a buffer a child process writes while the test reads it.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -14,23 +15,42 @@ import (
 	"github.com/tallybloom/tallybloom/mirror"
 )
 
+// redisEnv names the environment variable --redis defaults to, so that a
+// URL holding a password need not be on a command line, which every user of
+// the machine can read.
+const redisEnv = "TALLYBLOOM_REDIS"
+
 // redisFlags are --redis, --name and --cluster.
 type redisFlags struct {
 	url, name string
 	cluster   bool
 }
 
+// register adds the flags to cmd. With required, the command always works
+// on Redis; without, it does when --name is given.
 func (r *redisFlags) register(cmd *cobra.Command, required bool) {
-	cmd.Flags().StringVar(&r.url, "redis", "", "Redis URL: redis://[user:password@]host:port, or rediss:// for TLS")
+	cmd.Flags().StringVar(&r.url, "redis", "", "Redis URL: redis://[user:password@]host:port, or rediss:// for TLS (default: $"+redisEnv+")")
 	cmd.Flags().StringVar(&r.name, "name", "", "the filter's name in Redis")
 	cmd.Flags().BoolVar(&r.cluster, "cluster", false, "Redis is a cluster (more nodes as ?addr=host:port)")
 	if required {
-		_ = cmd.MarkFlagRequired("redis")
 		_ = cmd.MarkFlagRequired("name")
-	} else {
-		cmd.MarkFlagsRequiredTogether("redis", "name")
+	}
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if r.url == "" {
+			r.url = os.Getenv(redisEnv)
+		}
+		switch {
+		case !required && r.name == "" && cmd.Flags().Changed("redis"):
+			return usageError(cmd, errors.New("--redis needs --name"))
+		case (required || r.name != "") && r.url == "":
+			return usageError(cmd, fmt.Errorf("no Redis: give --redis URL, or set %s", redisEnv))
+		}
+		return nil
 	}
 }
+
+// remote reports whether the command works on Redis (see register).
+func (r *redisFlags) remote() bool { return r.name != "" }
 
 func (r *redisFlags) dial() (mirror.Redis, error) {
 	if r.cluster {
