@@ -16,6 +16,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -70,7 +71,7 @@ func run(full bool, count int, out, chart string) error {
 	if err := drawChart(results, chart); err != nil {
 		return err
 	}
-	report := write(results, mode, count, benchtime, time.Since(start), chart)
+	report := write(results, thisMachine(), mode, count, benchtime, time.Since(start), chart)
 	return os.WriteFile(out, []byte(report), 0o644)
 }
 
@@ -272,7 +273,7 @@ func targets(r map[string]result) []target {
 	}
 }
 
-func write(r map[string]result, mode string, count int, benchtime string, took time.Duration, chart string) string {
+func write(r map[string]result, h host, mode string, count int, benchtime string, took time.Duration, chart string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tallybloom against its peers\n\n")
 	fmt.Fprintf(&b, "Written by `go run ./cmd/report` (%s mode, the median of %d runs of %s each, %s in all). ", mode, count, benchtime, took.Round(time.Second))
@@ -281,7 +282,11 @@ func write(r map[string]result, mode string, count int, benchtime string, took t
 	if mode == "short" {
 		fmt.Fprintf(&b, "In short mode the 64M filters are built for 64M keys and hold 8M.")
 	}
-	fmt.Fprintf(&b, "\n\n## Machine\n\n%s\n\n", machine())
+	fmt.Fprintf(&b, "\n\n## Machine\n\n%s", h.about)
+	if note := cacheNote(r, h.llc); note != "" {
+		fmt.Fprintf(&b, " %s", note)
+	}
+	fmt.Fprintf(&b, "\n\n")
 
 	fmt.Fprintf(&b, "## Targets\n\n")
 	fmt.Fprintf(&b, "tallybloom runs four ways: by default (a chain whose first sub-filter is built for 0.1%%, so that any number of sub-filters stays under 1%%), fixed (one sub-filter for the whole 1%%, the guarantee the plain filters give), by default with `Options.LargePages`, and fixed with `Config.CountersOnly`. All but the last keep presence bits, one bit a counter that lookups read instead of the counters, which take a quarter more memory; with counters only, lookups read the counters. Each target is shown for the ways it concerns.\n\n")
@@ -400,7 +405,13 @@ func optional(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
-func machine() string {
+// host is what the report says of the machine it ran on.
+type host struct {
+	about string
+	llc   int64 // bytes of the last-level cache, 0 if unknown
+}
+
+func thisMachine() host {
 	model := "unknown CPU"
 	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(info), "\n") {
@@ -415,7 +426,68 @@ func machine() string {
 		first, _, _ := strings.Cut(string(info), "\n")
 		memory = ", " + strings.Join(strings.Fields(first)[1:], " ") + " of memory"
 	}
-	return fmt.Sprintf("%s, %d cores%s, %s %s/%s.", strings.TrimSpace(model), runtime.NumCPU(), memory, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	about := fmt.Sprintf("%s, %d cores%s, %s %s/%s.", strings.TrimSpace(model), runtime.NumCPU(), memory, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return host{about: about, llc: lastLevelCache()}
+}
+
+// lastLevelCache is the size of the largest cache of the first CPU, from
+// sysfs (Linux), or 0.
+func lastLevelCache() int64 {
+	sizes, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*/size")
+	var largest int64
+	for _, path := range sizes {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		size, unit := strings.TrimSpace(string(text)), int64(1)
+		if n, ok := strings.CutSuffix(size, "K"); ok {
+			size, unit = n, 1<<10
+		} else if n, ok := strings.CutSuffix(size, "M"); ok {
+			size, unit = n, 1<<20
+		}
+		if n, err := strconv.ParseInt(size, 10, 64); err == nil {
+			largest = max(largest, n*unit)
+		}
+	}
+	return largest
+}
+
+// busyCache is the share of a load from memory above which a load within
+// 8 MiB says the last-level cache did not hold its 8 MiB: on a quiet
+// machine with a cache of 16 MiB or more it is about a sixth.
+const busyCache = 0.4
+
+// cacheNote gives the memory latency the run measured and says in how many
+// runs other tenants of the machine held the shared last-level cache: a
+// cache that could hold 8 MiB answered loads within 8 MiB near as slowly
+// as memory. Ratios at 1M, whose filters such a cache holds, then measure
+// the neighbours as much as the filters.
+func cacheNote(r map[string]result, llc int64) string {
+	in8, in64 := values(r, "MemoryLatency/MiB=8", "ns/op"), values(r, "MemoryLatency/MiB=64", "ns/op")
+	if len(in8) == 0 || len(in8) != len(in64) {
+		return ""
+	}
+	var b strings.Builder
+	if llc > 0 {
+		fmt.Fprintf(&b, "The last-level cache holds %d MiB. ", llc>>20)
+	}
+	fmt.Fprintf(&b, "A dependent load within 8 MiB took %.0f ns (%.0f-%.0f over the runs), from 64 MiB %.0f ns.",
+		median(in8), slices.Min(in8), slices.Max(in8), median(in64))
+	if llc < 16<<20 {
+		return b.String() // 8 MiB need not fit: slow loads are not a sign
+	}
+	busy := 0
+	for i := range in8 {
+		if in8[i] > busyCache*in64[i] {
+			busy++
+		}
+	}
+	if busy > 0 {
+		fmt.Fprintf(&b, " In %d of the %d runs a load within 8 MiB took more than %.0f%% of a load from memory: other tenants of this machine held the shared cache then, and the ratios at 1M, whose filters the cache would otherwise hold, measure them as much as the filters (see the ranges).",
+			busy, len(in8), busyCache*100)
+	}
+	return b.String()
 }
 
 // drawChart plots Contains (members) ns/op against filter size.

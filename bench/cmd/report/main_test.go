@@ -84,7 +84,7 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 		"Add/1M/boom-counting":                   ns(100, 100, 100),
 		"Contains/20K/tallybloom-fixed/member":   ns(40, 40, 40),
 	}))
-	report := write(r, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(r, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 
 	row := func(what, as string) string {
 		for l := range strings.SplitSeq(report, "\n") {
@@ -129,7 +129,37 @@ func TestEverythingElseComparesWithBitsAndBlooms(t *testing.T) {
 	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Remove/1M/tallybloom")), "bits-and-blooms does not remove")
 	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Open/4GiB")), "no library in the name")
 
-	report := write(r, "short", 1, "250ms", time.Minute, "results.svg")
+	report := write(r, testHost, "short", 1, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "| TestAndAddNew/1M/tallybloom | 300.0 | 3.00x | ")
 	require.Contains(t, report, "| Remove/1M/tallybloom | 250.0 |  | ")
+}
+
+var testHost = host{about: "a test machine.", llc: 32 << 20}
+
+func TestReportSaysWhenOtherTenantsHeldTheCache(t *testing.T) {
+	latency := func(in8, in64 []float64) map[string]result {
+		return parse(benchOutput(len(in8), map[string]map[string][]float64{
+			"MemoryLatency/MiB=8":  {"ns/op": in8},
+			"MemoryLatency/MiB=64": {"ns/op": in64},
+		}))
+	}
+	quiet := latency([]float64{24, 26, 25}, []float64{160, 165, 170})
+	busy := latency([]float64{25, 99, 140}, []float64{160, 162, 170})
+
+	note := cacheNote(quiet, 32<<20)
+	require.Contains(t, note, "The last-level cache holds 32 MiB")
+	require.Contains(t, note, "within 8 MiB took 25 ns (24-26 over the runs), from 64 MiB 165 ns")
+	require.NotContains(t, note, "other tenants")
+
+	note = cacheNote(busy, 32<<20)
+	require.Contains(t, note, "within 8 MiB took 99 ns (25-140 over the runs)")
+	require.Contains(t, note, "In 2 of the 3 runs")
+	require.Contains(t, note, "other tenants")
+
+	require.NotContains(t, cacheNote(busy, 8<<20), "other tenants", "8 MiB does not fit a cache of 8 MiB: memory is not a neighbour")
+	require.Empty(t, cacheNote(latency(nil, nil), 32<<20), "nothing measured, nothing said")
+
+	report := write(busy, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	machine, _, _ := strings.Cut(report, "## Targets")
+	require.Contains(t, machine, "In 2 of the 3 runs", "the Machine section carries it")
 }
