@@ -608,3 +608,63 @@ func TestVersion(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "tallybloom version "), out)
 	assert.Contains(t, out, fmt.Sprintf("file format %d, export format %d, frozen format %d, Redis copies %s", engine.FormatVersion, engine.ExportVersion, engine.FrozenVersion, mirror.Format))
 }
+
+// export writes OUT whole or not at all, and never over a filter file: not
+// the one it reads (which it has mapped), not another (which a process may
+// have mapped).
+func TestExportNeverWritesOverAFilter(t *testing.T) {
+	dir := t.TempDir()
+	path := newFile(t, "--capacity", "100", "--error-rate", "0.01")
+	_, _, code := tallybloom(t, "add", path, "kept")
+	require.Equal(t, 0, code)
+	other := newFile(t, "--capacity", "100", "--error-rate", "0.01")
+	_, _, code = tallybloom(t, "add", other, "other")
+	require.Equal(t, 0, code)
+	link := filepath.Join(dir, "link.tb")
+	require.NoError(t, os.Symlink(path, link))
+
+	for _, c := range []struct{ out, says string }{
+		{path, "is FILE itself"},
+		{link, "is FILE itself"},
+		{other, "is a filter file"},
+	} {
+		_, errOut, code := tallybloom(t, "export", path, c.out)
+		assert.Equal(t, 2, code, "export %s: %s", c.out, errOut)
+		assert.Contains(t, errOut, c.says)
+		assert.Contains(t, errOut, "invalid input")
+	}
+	for file, key := range map[string]string{path: "kept", other: "other"} {
+		_, errOut, code := tallybloom(t, "verify", file)
+		assert.Equal(t, 0, code, errOut)
+		out, _, _ := tallybloom(t, "check", file, key)
+		assert.Equal(t, "present\t"+key+"\n", out, "%s is whole", file)
+	}
+
+	// Over an export it replaces OUT whole and keeps OUT's mode.
+	export := filepath.Join(dir, "export")
+	require.NoError(t, os.WriteFile(export, []byte("an older export"), 0o640))
+	require.NoError(t, os.Chmod(export, 0o640))
+	_, errOut, code := tallybloom(t, "export", path, export)
+	require.Equal(t, 0, code, errOut)
+	info, err := os.Stat(export)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), info.Mode().Perm())
+	out, _, _ := tallybloom(t, "check", export, "kept")
+	assert.Equal(t, "present\tkept\n", out)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"export", "link.tb"}, names, "nothing left beside OUT")
+
+	// A device is written in place.
+	_, errOut, code = tallybloom(t, "export", path, os.DevNull)
+	assert.Equal(t, 0, code, errOut)
+	// A directory that does not exist is named as OUT's.
+	_, errOut, code = tallybloom(t, "export", path, filepath.Join(dir, "missing", "export"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, filepath.Join(dir, "missing", "export"))
+	assert.NotContains(t, errOut, "exporting")
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +21,9 @@ page padding, which import reads back and engine.ReadExport loads in
 memory. --frozen writes a read-only 1-bit Bloom filter instead, a quarter of
 the counters' size, that check accepts in place of FILE and
 engine.ReadFrozen loads. --base64 writes either as URL-safe base64, for a
-cookie or a config value.`,
+cookie or a config value. OUT is replaced whole once the copy is written
+and synced, so a reader of OUT sees the old copy or the new; a filter file
+is never written over.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
@@ -31,12 +32,12 @@ cookie or a config value.`,
 			}
 			defer f.Close()
 			var out io.Writer = cmd.OutOrStdout()
-			var file *os.File
+			var file *output
 			if args[1] != "-" {
-				if file, err = os.Create(args[1]); err != nil {
+				if file, err = createOutput(args[1], args[0]); err != nil {
 					return err
 				}
-				defer file.Close()
+				defer file.abort()
 				out = file
 			}
 			buffered := bufio.NewWriter(out)
@@ -65,7 +66,7 @@ cookie or a config value.`,
 				return err
 			}
 			if file != nil {
-				return file.Close()
+				return file.commit()
 			}
 			return nil
 		},

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// output is a file a command writes whole or not at all. A regular file
+// (or a name not yet taken) is written beside its name and renamed over it
+// once synced, so that a reader, or a crash, finds the old content or the
+// new, never part of one; a device or a pipe is written in place.
+type output struct {
+	file  *os.File
+	path  string // the name the user gave
+	final string // where the file is renamed to; "" when written in place
+	ended bool   // committed or aborted
+}
+
+// createOutput opens path for a command that read source. It refuses to
+// write over a filter file: source itself, which the command has mapped,
+// or another, which a process may have mapped and which would be lost.
+func createOutput(path, source string) (*output, error) {
+	target := path
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		target = resolved
+	}
+	info, err := os.Stat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return createBeside(path, target, 0o666, false)
+	case err != nil:
+		return nil, err
+	case !info.Mode().IsRegular():
+		file, err := os.OpenFile(target, os.O_WRONLY, 0)
+		return &output{file: file, path: path}, err
+	}
+	if from, err := os.Stat(source); err == nil && os.SameFile(info, from) {
+		return nil, fmt.Errorf("%w: %s is FILE itself: write the copy elsewhere", engine.ErrInvalidInput, path)
+	}
+	if isFilterFile(target) {
+		return nil, fmt.Errorf("%w: %s is a filter file, which this will not write over: remove it first, or write elsewhere", engine.ErrInvalidInput, path)
+	}
+	return createBeside(path, target, info.Mode().Perm(), true)
+}
+
+// createBeside creates a new file in target's directory that commit renames
+// to target, with mode perm: less the umask for a new name, whole where it
+// keeps the mode of the file it replaces.
+func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, error) {
+	dir, base := filepath.Split(target)
+	name := filepath.Join(dir, "."+base+".writing-"+rand.Text())
+	file, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err // the error is of path, not of the name beside it
+		}
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if keep {
+		// The umask may have taken bits the replaced file's mode had.
+		if err := file.Chmod(perm); err != nil {
+			file.Close()
+			os.Remove(name)
+			return nil, err
+		}
+	}
+	return &output{file: file, path: path, final: target}, nil
+}
+
+// isFilterFile reports whether the file at path starts with a filter file's
+// magic number.
+func isFilterFile(path string) bool {
+	file, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer file.Close()
+	head := make([]byte, len(engine.Magic))
+	_, err = io.ReadFull(file, head)
+	return err == nil && string(head) == engine.Magic
+}
+
+func (o *output) Write(p []byte) (int, error) { return o.file.Write(p) }
+
+// commit makes what was written the content of the output's name.
+func (o *output) commit() error {
+	o.ended = true
+	if o.final == "" {
+		return o.file.Close()
+	}
+	name := o.file.Name()
+	err := errors.Join(o.file.Sync(), o.file.Close())
+	if err == nil {
+		err = os.Rename(name, o.final)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(o.final))
+	}
+	if err != nil {
+		os.Remove(name)
+	}
+	return err
+}
+
+// abort leaves the output's name as it was, for a command that failed; after
+// commit it does nothing.
+func (o *output) abort() {
+	if o.ended {
+		return
+	}
+	o.ended = true
+	o.file.Close()
+	if o.final != "" {
+		os.Remove(o.file.Name())
+	}
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
