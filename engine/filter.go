@@ -153,6 +153,10 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	removeAbandoned(path)
 	building := buildingPrefix(path) + rand.Text()
 	file, err := mmapfile.Open(building, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
+	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+		// Name the path the caller gave, not the one built beside it.
+		return nil, &fs.PathError{Op: "create", Path: path, Err: pathErr.Err}
+	}
 	if err != nil {
 		return nil, err
 	}

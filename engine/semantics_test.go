@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -388,6 +389,14 @@ func TestCallsThatCannotRun(t *testing.T) {
 
 	_, err = Open(tempPath(t), nil)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+
+	// Create in a directory that does not exist names the path it was
+	// given, not the name it builds the file under.
+	missing := filepath.Join(t.TempDir(), "missing", "f.tb")
+	_, err = Create(missing, Config{Capacity: 10, ErrorRate: 0.1}, nil)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.ErrorContains(t, err, missing)
+	assert.NotContains(t, err.Error(), "creating")
 }
 
 func TestReaderFollowsTheWriter(t *testing.T) {
