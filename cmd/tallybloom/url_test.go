@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,6 +35,33 @@ func TestRollupCandidates(t *testing.T) {
 	got, err = rollupCandidates("http://10.0.0.1/p")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1/p", "10.0.0.1"}, got)
+}
+
+// FuzzURL checks, for any line a user may feed add --url and check
+// --rollup, that neither panics nor loops, and that check --rollup of a URL
+// looks first for the form add --url stored it under: otherwise a URL added
+// would not be found.
+func FuzzURL(f *testing.F) {
+	for _, seed := range []string{
+		"HTTPS://User:pw@WWW.Example.COM:8443/a/B/?q=1#frag", "example.com", "http://[::1]:80/x",
+		"spam.example./path//to/page", "a.b.example.co.uk/x/y", "http://10.0.0.1/p", "co.uk", "..example.com",
+		"http://[fe80::1%25en0]/", "xn--bcher-kva.example/ä", "http://%41.example/", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		canonical, err := canonicalURL(raw)
+		candidates, rollupErr := rollupCandidates(raw)
+		if err != nil {
+			require.ErrorIs(t, err, errBadURL)
+			require.ErrorIs(t, rollupErr, errBadURL, "add and check refuse the same lines")
+			return
+		}
+		require.NoError(t, rollupErr)
+		require.NotEmpty(t, candidates)
+		require.Equal(t, canonical, candidates[0], "check --rollup looks first where add --url stored it")
+		require.LessOrEqual(t, len(candidates), strings.Count(canonical, "/")+strings.Count(canonical, ".")+1)
+	})
 }
 
 // BenchmarkCanonicalURL is the per-key cost `add --url` and `check` pay on
