@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -217,6 +218,44 @@ func TestMirrorPushFollows(t *testing.T) {
 	assert.NotContains(t, errOut.String(), "pool.go", "the Redis client's own logs are not shown")
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait(), "an interrupt ends following with exit 0: %s", errOut.String())
+}
+
+// mirror push --follow waits longer after each failed copy, up to 30 s,
+// rather than fill standard error, and refuses an interval that would spin.
+func TestMirrorPushBacksOffWhileRedisIsAway(t *testing.T) {
+	path := newFile(t, "--capacity", "100", "--error-rate", "0.01")
+	away := []string{"--redis", "redis://127.0.0.1:1", "--name", "away"} // nothing listens there
+	for _, every := range []string{"0s", "-1s", "5ms"} {
+		_, errOut, code := tallybloomWithin(t, 10*time.Second, "", append([]string{"mirror", "push", path, "--follow", "--every", every}, away...)...)
+		assert.Equal(t, 2, code, "--every %s: %s", every, errOut)
+		assert.Contains(t, errOut, "--every must be at least 10ms", every)
+		assert.Contains(t, errOut, "Usage:", every)
+	}
+
+	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "10ms"}, away...)...)
+	var errOut syncBuffer
+	follower.Stderr = &errOut
+	require.NoError(t, follower.Start())
+	t.Cleanup(func() { _ = follower.Process.Kill() })
+	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "trying again in 80ms") }, 20*time.Second, 20*time.Millisecond, errOut.String())
+	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
+	require.NoError(t, follower.Wait(), errOut.String())
+	var waits []string
+	for _, m := range regexp.MustCompile(`not pushed, trying again in (\S+):`).FindAllStringSubmatch(errOut.String(), -1) {
+		waits = append(waits, m[1])
+	}
+	require.GreaterOrEqual(t, len(waits), 4)
+	assert.Equal(t, []string{"10ms", "20ms", "40ms", "80ms"}, waits[:4], "each failure waits twice as long as the last")
+}
+
+func TestNextRetryDoublesUpToThirtySeconds(t *testing.T) {
+	var seconds []float64
+	for retry := time.Duration(0); len(seconds) < 8; {
+		retry = nextRetry(retry, time.Second)
+		seconds = append(seconds, retry.Seconds())
+	}
+	assert.Equal(t, []float64{1, 2, 4, 8, 16, 30, 30, 30}, seconds)
+	assert.Equal(t, time.Minute, nextRetry(time.Minute, time.Minute), "an --every past the cap is kept")
 }
 
 // mirror push says the sequence of the copy it made, though another process

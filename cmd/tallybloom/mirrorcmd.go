@@ -95,6 +95,20 @@ func mirrorCommand() *cobra.Command {
 	return cmd
 }
 
+// minEvery is the shortest --every: shorter, a follower would spin.
+const minEvery = 10 * time.Millisecond
+
+// maxRetry is the longest a follower waits after failed copies, unless
+// --every is longer.
+const maxRetry = 30 * time.Second
+
+// nextRetry is the wait after a failed copy, the last having waited retry
+// (0 after a copy that succeeded): twice the last, from every up to
+// maxRetry, or every if that is longer.
+func nextRetry(retry, every time.Duration) time.Duration {
+	return min(max(2*retry, every), max(every, maxRetry))
+}
+
 func mirrorPushCommand() *cobra.Command {
 	var remote redisFlags
 	var follow bool
@@ -109,11 +123,16 @@ writer never paused long enough (about 1.3 s of attempts). With --follow,
 keep going: copy again whenever the file and the copy in Redis differ (the
 file changed, or Redis lost the copy), until interrupted; a copy that fails
 (Redis away, a writer that does not pause) is reported on standard error and
-tried again. A name another process writes copies under (a mirror attached
+tried again, each time after twice as long, up to 30 s. A name another process writes copies under (a mirror attached
 to its file, another push) is refused, or waited for with --follow; a
 follower holds the name until it stops. A process that owns the file ships
 its changes one by one instead (mirror.Attach).`,
-		Args: exactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if every < minEvery {
+				return usageError(cmd, fmt.Errorf("%w: --every must be at least %s, not %s", engine.ErrInvalidInput, minEvery, every))
+			}
+			return exactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()
 			if err != nil {
@@ -140,19 +159,24 @@ its changes one by one instead (mirror.Attach).`,
 				held, _ := pusher.Holds(ctx, f.Stats().MemSeq)
 				return held
 			}
+			var retry time.Duration // the wait after the last failed copy
 			for first := true; ; first = false {
 				if first || !current() {
 					seq, err := pusher.Push(ctx, f)
 					switch {
 					case err == nil:
+						retry = 0
 						fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s as %q at sequence %d\n", args[0], mirror.Redact(remote.url), remote.name, seq)
 					case follow && ctx.Err() != nil:
 						return nil // interrupted while following
 					case !follow || errors.Is(err, mirror.ErrBadAnswer) || errors.Is(err, mirror.ErrInvalidName):
 						return err
 					default:
-						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: not pushed, trying again in %s: %v\n", every, err)
+						retry = nextRetry(retry, every)
+						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: not pushed, trying again in %s: %v\n", retry, err)
 					}
+				} else {
+					retry = 0
 				}
 				if !follow {
 					return nil
@@ -160,14 +184,14 @@ its changes one by one instead (mirror.Attach).`,
 				select {
 				case <-ctx.Done():
 					return nil
-				case <-time.After(every):
+				case <-time.After(max(every, retry)):
 				}
 			}
 		},
 	}
 	remote.register(cmd, true)
 	cmd.Flags().BoolVar(&follow, "follow", false, "copy again whenever the file changes, until interrupted")
-	cmd.Flags().DurationVar(&every, "every", time.Second, "with --follow, how often to look for changes")
+	cmd.Flags().DurationVar(&every, "every", time.Second, "with --follow, how often to look for changes (after a failed copy, twice as long each time, up to 30s)")
 	return cmd
 }
 
