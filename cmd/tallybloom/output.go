@@ -18,7 +18,6 @@ import (
 // new, never part of one; a device or a pipe is written in place.
 type output struct {
 	file  *os.File
-	path  string // the name the user gave
 	final string // where the file is renamed to; "" when written in place
 	ended bool   // committed or aborted
 }
@@ -39,7 +38,10 @@ func createOutput(path, source string) (*output, error) {
 		return nil, err
 	case !info.Mode().IsRegular():
 		file, err := os.OpenFile(target, os.O_WRONLY, 0)
-		return &output{file: file, path: path}, err
+		if err != nil {
+			return nil, err
+		}
+		return &output{file: file}, nil
 	}
 	if from, err := os.Stat(source); err == nil && os.SameFile(info, from) {
 		return nil, fmt.Errorf("%w: %s is FILE itself: write the copy elsewhere", engine.ErrInvalidInput, path)
@@ -72,7 +74,7 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 			return nil, err
 		}
 	}
-	return &output{file: file, path: path, final: target}, nil
+	return &output{file: file, final: target}, nil
 }
 
 // isFilterFile reports whether the file at path starts with a filter file's

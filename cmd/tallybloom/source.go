@@ -67,14 +67,7 @@ func exportBytes(path string) (data []byte, asFilter bool, err error) {
 	case !mode.IsRegular():
 		return nil, true, nil
 	}
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, false, err
-	}
-	head := make([]byte, len(engine.Magic))
-	n, _ := io.ReadFull(file, head)
-	file.Close()
-	if string(head[:n]) == engine.Magic {
+	if isFilterFile(path) {
 		return nil, true, nil
 	}
 	data, err = os.ReadFile(path)
