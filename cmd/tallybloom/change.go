@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -23,7 +26,10 @@ func changeCommand(verb string) *cobra.Command {
 		Use:   verb + " FILE [KEY ...]",
 		Short: map[string]string{"add": "Add keys", "remove": "Remove keys added before, with their ids"}[verb],
 		Long: `With no KEY arguments, keys are read from standard input, one a line
-(blank lines are skipped), streaming. Every key gets --id (default: the
+(blank lines are skipped), streaming: the keys read are changed before the
+command waits for more, so keys fed slowly (tail -f) take effect as they
+come. Interrupted (SIGINT, SIGTERM), it changes the keys it has read, says
+how many, and exits 130 or 143. Every key gets --id (default: the
 current Unix time in seconds), or, with --with-ids, the id before a tab:
 ID<TAB>KEY. --url stores each key as a URL in canonical form (lowercased
 host and path, without scheme, port, user, query or fragment), the form
@@ -69,36 +75,67 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 	p := newProgress(cmd.ErrOrStderr(), verb, size)
 	before := f.Stats()
 	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
-	err = eachKey(keys, p.reader(in), opts, func(k keyItem) error {
+	// Keys are changed a group at a time, and before each wait for more
+	// input, so that keys fed slowly take effect as they come.
+	reader := newKeyReader(p.reader(in), batch.flush)
+	var signalled atomic.Int32
+	past := map[string]string{"add": "added", "remove": "removed"}[verb]
+	// finish changes the keys read, closes the file and sums up.
+	finish := func(err error) error {
+		// The keys read before a bad line are changed, as one at a time
+		// they would have been; a change that fails among them came first.
+		if flushErr := batch.flush(); flushErr != nil {
+			err = flushErr
+		}
+		after := f.Stats()
+		closeErr := f.Close()
+		stopped := errors.Is(err, errStopped)
+		switch {
+		case err != nil && !stopped:
+			return fmt.Errorf("%w (the keys before it were %s and kept)", err, past)
+		case closeErr != nil:
+			return closeErr
+		}
+		if verb == "add" {
+			p.summary("added %s (%d new)", counted(p.keys, "key"), batch.fresh)
+			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
+		} else {
+			p.summary("removed %s (%d not found)", counted(p.keys-batch.notFound, "key"), batch.notFound)
+		}
+		switch {
+		case stopped:
+			return &exitCode{code: 128 + int(signalled.Load()), err: fmt.Errorf("%w: the keys read were %s and kept", err, past)}
+		case batch.notFound > 0:
+			return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", batch.notFound, p.keys)}
+		}
+		return nil
+	}
+	if len(keys) == 0 {
+		// Interrupted, the command stops reading, changes what it read
+		// and says how much: keys a pipe gave it are not lost.
+		signals := make(chan os.Signal, 1)
+		signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(signals)
+		go func() {
+			sig, ok := (<-signals).(syscall.Signal)
+			if !ok {
+				return
+			}
+			signalled.Store(int32(sig))
+			if reader.stop() {
+				// Waiting for input, with every key read changed: end
+				// here, as the reading would not.
+				os.Exit(exitStatus(cmd.ErrOrStderr(), finish(errStopped)))
+			}
+		}()
+	}
+	return finish(eachKey(keys, reader, opts, func(k keyItem) error {
 		if !opts.withIDs {
 			k.id = id
 		}
 		p.keys++
 		return batch.change(k)
-	})
-	// The keys read before a bad line are changed, as one at a time they
-	// would have been; a change that fails among them came first.
-	if flushErr := batch.flush(); flushErr != nil {
-		err = flushErr
-	}
-	after := f.Stats()
-	closeErr := f.Close()
-	if err != nil {
-		return fmt.Errorf("%w (the keys before it were %sed and kept)", err, map[string]string{"add": "add", "remove": "remov"}[verb])
-	}
-	if closeErr != nil {
-		return closeErr
-	}
-	if verb == "add" {
-		p.summary("added %s (%d new)", counted(p.keys, "key"), batch.fresh)
-		warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
-		return nil
-	}
-	p.summary("removed %s (%d not found)", counted(p.keys-batch.notFound, "key"), batch.notFound)
-	if batch.notFound > 0 {
-		return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", batch.notFound, p.keys)}
-	}
-	return nil
+	}))
 }
 
 // changeGroup is how many keys add and remove hand the engine at once.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -23,7 +24,8 @@ func checkCommand() *cobra.Command {
 		Use:   "check FILE [KEY ...]",
 		Short: "Check keys",
 		Long: `Print present<TAB>KEY or absent<TAB>KEY for each key (of the arguments, or
-of standard input, one a line). Exits 0 when every key is present, 1 when
+of standard input, one a line, each answered before the command waits for
+more input). Exits 0 when every key is present, 1 when
 any is absent. FILE may be a filter file, an export or a frozen export,
 binary or base64; an export may come through a pipe (check <(curl -s URL)
 KEY, or /dev/stdin). With --name NAME there is no FILE: keys are checked
@@ -63,6 +65,9 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 			absent := 0
 			var pending []keyItem
 			flush := func() error {
+				if len(pending) == 0 {
+					return nil
+				}
 				results, err := checkKeys(c, pending, rollup)
 				if err != nil {
 					return err
@@ -80,7 +85,13 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 				pending = pending[:0]
 				return nil
 			}
-			err := eachKey(args, cmd.InOrStdin(), keyOptions{}, func(k keyItem) error {
+			// Before each wait for more input, the keys read are answered
+			// and the answers written, so that keys fed slowly are
+			// answered as they come.
+			reader := newKeyReader(cmd.InOrStdin(), func() error {
+				return errors.Join(flush(), out.Flush())
+			})
+			err := eachKey(args, reader, keyOptions{}, func(k keyItem) error {
 				if pending = append(pending, k); len(pending) == checkBatch {
 					return flush()
 				}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxLine is the longest key line read from standard input.
@@ -28,7 +29,7 @@ type keyOptions struct {
 // eachKey calls fn for each key of args or, with no args, of each line of
 // in, streaming: the input is never held whole. Blank lines of in are
 // skipped (an empty key can be given as an argument).
-func eachKey(args []string, in io.Reader, opts keyOptions, fn func(keyItem) error) error {
+func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) error) error {
 	parse := func(text string, line int) error {
 		item := keyItem{key: text, line: line}
 		if opts.withIDs {
@@ -58,6 +59,7 @@ func eachKey(args []string, in io.Reader, opts keyOptions, fn func(keyItem) erro
 	}
 	lines := bufio.NewScanner(in)
 	lines.Buffer(make([]byte, 64<<10), maxLine)
+	lines.Split(in.split)
 	n := 1
 	for ; lines.Scan(); n++ {
 		text := strings.TrimSuffix(lines.Text(), "\r")
@@ -71,10 +73,79 @@ func eachKey(args []string, in io.Reader, opts keyOptions, fn func(keyItem) erro
 	switch err := lines.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
 		return fmt.Errorf("line %d: longer than %d bytes, the longest key line read", n, maxLine)
+	case errors.Is(err, errStopped):
+		return errStopped
+	case in.idleErr != nil:
+		return in.idleErr
 	case err != nil:
 		return fmt.Errorf("reading keys: %w", err)
 	}
 	return nil
+}
+
+// errStopped ends the reading of keys that stop asked for.
+var errStopped = errors.New("interrupted")
+
+// keyReader is the standard input of a command that reads keys. Before each
+// read of it, which may wait for a slow producer (tail -f, a person typing),
+// it calls idle, so that the command acts on the keys it has before it waits
+// for more. stop ends the reading at a line's end: the lines already read
+// are still given, a partial line is dropped, and nothing more is read.
+type keyReader struct {
+	in      io.Reader
+	idle    func() error
+	idleErr error // what idle returned, which ended the reading
+
+	mu      sync.Mutex
+	waiting bool // in a read of in, every key before it acted on
+	stopped bool
+}
+
+func newKeyReader(in io.Reader, idle func() error) *keyReader {
+	return &keyReader{in: in, idle: idle}
+}
+
+func (r *keyReader) Read(p []byte) (int, error) {
+	if r.idleErr = r.idle(); r.idleErr != nil {
+		return 0, r.idleErr
+	}
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return 0, errStopped
+	}
+	r.waiting = true
+	r.mu.Unlock()
+	n, err := r.in.Read(p)
+	// After a stop that found the reader waiting, the lock stays taken
+	// and this waits until the process ends: what it read is not acted on.
+	r.mu.Lock()
+	r.waiting = false
+	r.mu.Unlock()
+	return n, err
+}
+
+// stop ends the reading. If the reader is waiting for input, so that every
+// key before was acted on, it reports true and keeps the reader from
+// returning anything more: the caller ends the process. Otherwise the
+// reading ends at the next read.
+func (r *keyReader) stop() (waiting bool) {
+	r.mu.Lock()
+	r.stopped = true
+	if r.waiting {
+		return true // held until the process ends
+	}
+	r.mu.Unlock()
+	return false
+}
+
+// split is bufio.ScanLines, but a partial last line left by stop is
+// dropped, not read as a key.
+func (r *keyReader) split(data []byte, atEOF bool) (int, []byte, error) {
+	r.mu.Lock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	return bufio.ScanLines(data, atEOF && !stopped)
 }
 
 func clip(s string) string {

@@ -94,6 +94,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !started && !errors.As(err, &usage) {
 		cmd.PrintErr(cmd.UsageString())
 	}
+	return exitStatus(stderr, err)
+}
+
+// exitStatus prints err, if it has anything to say, and returns the exit
+// code it chooses.
+func exitStatus(stderr io.Writer, err error) int {
 	code := exitError
 	var ec *exitCode
 	if errors.As(err, &ec) {

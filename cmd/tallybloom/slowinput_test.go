@@ -1,0 +1,163 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// started is the command running with its standard input a pipe the test
+// writes, its standard output read line by line and its standard error kept.
+type started struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	lines  chan string
+	errOut *syncBuffer
+}
+
+func start(t *testing.T, args ...string) *started {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	errOut := &syncBuffer{}
+	cmd.Stderr = errOut
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan string, 100)
+	go func() {
+		scanner := bufio.NewScanner(out)
+		for scanner.Scan() {
+			lines <- scanner.Text()
+		}
+		close(lines)
+	}()
+	return &started{cmd, in, lines, errOut}
+}
+
+// next is the command's next line of output, which must come within 10 s.
+func (s *started) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case l := <-s.lines:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no output within 10 s; standard error: %s", s.errOut.String())
+		return ""
+	}
+}
+
+// exitCode waits for the command to end.
+func (s *started) exitCode(t *testing.T) int {
+	t.Helper()
+	err := s.cmd.Wait()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return 0
+}
+
+// eventuallyPresent waits up to 20 s for every key to be present in the
+// filter at path.
+func eventuallyPresent(t *testing.T, path string, keys ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, _, code := tallybloom(t, append([]string{"check", "-q", path}, keys...)...)
+		return code == 0
+	}, 20*time.Second, 20*time.Millisecond, "%v present in %s", keys, path)
+}
+
+// Keys fed slowly (tail -f into add, a person typing into check) are acted
+// on as they come, not when a group of them fills or the input ends.
+func TestKeysFedSlowlyAreActedOnAsTheyCome(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	add := start(t, "add", path)
+	_, err := io.WriteString(add.in, "slow-1\nslow-2\n")
+	require.NoError(t, err)
+	eventuallyPresent(t, path, "slow-1", "slow-2") // while add still reads
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
+	assert.Contains(t, add.errOut.String(), "added 2 keys (2 new)")
+
+	check := start(t, "check", path)
+	_, err = io.WriteString(check.in, "slow-1\n")
+	require.NoError(t, err)
+	assert.Equal(t, "present\tslow-1", check.next(t), "answered before the next key comes")
+	_, err = io.WriteString(check.in, "never-added\n")
+	require.NoError(t, err)
+	assert.Equal(t, "absent\tnever-added", check.next(t))
+	require.NoError(t, check.in.Close())
+	assert.Equal(t, 1, check.exitCode(t))
+}
+
+// add and remove, interrupted, change every key they read before they end,
+// say how many, and exit 130 (or 143 for SIGTERM).
+func TestAnInterruptedAddKeepsWhatItRead(t *testing.T) {
+	t.Run("waiting for input", func(t *testing.T) {
+		path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+		add := start(t, "add", path)
+		_, err := io.WriteString(add.in, "a\nb\nc\npartial-line-without-its-end")
+		require.NoError(t, err)
+		eventuallyPresent(t, path, "c")
+		require.NoError(t, add.cmd.Process.Signal(syscall.SIGINT))
+		assert.Equal(t, 130, add.exitCode(t), add.errOut.String())
+		assert.Contains(t, add.errOut.String(), "added 3 keys (3 new)")
+		assert.Contains(t, add.errOut.String(), "interrupted")
+		stats, _, _ := tallybloom(t, "stats", path)
+		assert.Contains(t, stats, "3 added minus removed", "the partial line is not a key")
+		_, errOut, code := tallybloom(t, "verify", path)
+		assert.Equal(t, 0, code, errOut)
+
+		remove := start(t, "remove", path)
+		_, err = io.WriteString(remove.in, "a\n")
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			out, _, _ := tallybloom(t, "stats", path)
+			return strings.Contains(out, "2 added minus removed")
+		}, 10*time.Second, 50*time.Millisecond)
+		require.NoError(t, remove.cmd.Process.Signal(syscall.SIGTERM))
+		assert.Equal(t, 143, remove.exitCode(t), remove.errOut.String())
+		assert.Contains(t, remove.errOut.String(), "removed 1 key (0 not found)")
+	})
+
+	t.Run("in the middle of a long input", func(t *testing.T) {
+		path := newFile(t, "--capacity", "1000000", "--error-rate", "0.01")
+		add := start(t, "add", path)
+		go func() {
+			w := bufio.NewWriter(add.in)
+			for i := 0; ; i++ {
+				if _, err := fmt.Fprintf(w, "key-%d\n", i); err != nil {
+					return // the command ended
+				}
+			}
+		}()
+		eventuallyPresent(t, path, "key-20000")
+		require.NoError(t, add.cmd.Process.Signal(syscall.SIGINT))
+		assert.Equal(t, 130, add.exitCode(t), add.errOut.String())
+		m := regexp.MustCompile(`added (\d+) keys`).FindStringSubmatch(add.errOut.String())
+		require.NotNil(t, m, add.errOut.String())
+		added, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		stats, _, _ := tallybloom(t, "stats", path)
+		assert.Contains(t, stats, fmt.Sprintf("keys        %d added minus removed", added), "the summary counts what the file holds")
+		out, _, _ := tallybloom(t, "check", path, fmt.Sprintf("key-%d", added-1))
+		assert.Equal(t, fmt.Sprintf("present\tkey-%d\n", added-1), out, "the last key read is in")
+		_, errOut, code := tallybloom(t, "verify", path)
+		assert.Equal(t, 0, code, errOut)
+	})
+}
