@@ -95,6 +95,7 @@ type keyReader struct {
 	in      io.Reader
 	idle    func() error
 	idleErr error // what idle returned, which ended the reading
+	ended   bool  // in said io.EOF: a partial last line is the last key
 
 	mu      sync.Mutex
 	waiting bool // in a read of in, every key before it acted on
@@ -117,6 +118,7 @@ func (r *keyReader) Read(p []byte) (int, error) {
 	r.waiting = true
 	r.mu.Unlock()
 	n, err := r.in.Read(p)
+	r.ended = err == io.EOF
 	// After a stop that found the reader waiting, the lock stays taken
 	// and this waits until the process ends: what it read is not acted on.
 	r.mu.Lock()
@@ -139,13 +141,11 @@ func (r *keyReader) stop() (waiting bool) {
 	return false
 }
 
-// split is bufio.ScanLines, but a partial last line left by stop is
-// dropped, not read as a key.
+// split is bufio.ScanLines, but a partial last line is a key only at the
+// input's end: when the reading ends otherwise (a stop, a failed read, a
+// change that failed) it is cut short, and dropped.
 func (r *keyReader) split(data []byte, atEOF bool) (int, []byte, error) {
-	r.mu.Lock()
-	stopped := r.stopped
-	r.mu.Unlock()
-	return bufio.ScanLines(data, atEOF && !stopped)
+	return bufio.ScanLines(data, atEOF && r.ended)
 }
 
 func clip(s string) string {
