@@ -72,11 +72,7 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 		v := c.view.Load()
 		answers, err := c.read(ctx, v, keys)
 		if err == nil {
-			out = out[:0]
-			for _, present := range answers {
-				out = append(out, present)
-			}
-			return out, nil
+			return append(out[:0], answers...), nil
 		}
 		if !errors.Is(err, errGenChanged) || attempt == genRetries {
 			return nil, err

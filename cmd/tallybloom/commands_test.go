@@ -78,6 +78,7 @@ func TestAddCheckRemove(t *testing.T) {
 
 	out, errOut, code = tallybloom(t, "check", path, "alpha", "delta")
 	assert.Equal(t, 0, code)
+	assert.Equal(t, "present\talpha\npresent\tdelta\n", out, "a key added with CRLF is found without the CR")
 	assert.Empty(t, errOut)
 
 	out, errOut, code = tallybloom(t, "check", "-q", path, "omega")
