@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/internal/dirsync"
 	"github.com/tallybloom/tallybloom/mmapfile"
 	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
@@ -174,7 +175,7 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		_ = os.Remove(building)
 		return nil, err
 	}
-	return f, syncDir(path)
+	return f, dirsync.Of(path)
 }
 
 // buildingPrefix starts the name of a file being made for path, in path's
@@ -238,19 +239,6 @@ func create(file *mmapfile.File, path string, cfg Config, o settings, build func
 		return f, err
 	}
 	return f, f.flushLocked()
-}
-
-// syncDir makes the new file's name durable: path's directory is synced.
-func syncDir(path string) error {
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return &fs.PathError{Op: "fsync", Path: filepath.Dir(path), Err: err}
-	}
-	return nil
 }
 
 // Open opens the filter file at path. Its cost does not depend on the size of

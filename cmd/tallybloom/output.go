@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/dirsync"
 )
 
 // output is a file a command writes whole or not at all. A regular file
@@ -103,13 +104,11 @@ func (o *output) commit() error {
 	if err == nil {
 		err = os.Rename(name, o.final)
 	}
-	if err == nil {
-		err = syncDir(filepath.Dir(o.final))
-	}
 	if err != nil {
 		os.Remove(name)
+		return err
 	}
-	return err
+	return dirsync.Of(o.final)
 }
 
 // abort leaves the output's name as it was, for a command that failed; after
@@ -123,14 +122,4 @@ func (o *output) abort() {
 	if o.final != "" {
 		os.Remove(o.file.Name())
 	}
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
