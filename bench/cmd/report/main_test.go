@@ -42,7 +42,7 @@ func TestParseKeepsEveryRunOfEveryMetric(t *testing.T) {
 
 func TestPairDividesRunByRun(t *testing.T) {
 	s := pair([]float64{100, 300, 200}, []float64{100, 100, 100})
-	require.Equal(t, spread{median: 2, lo: 1, hi: 3}, s)
+	require.Equal(t, spread{median: 2, lo: 1, hi: 3, runs: 3}, s)
 	require.True(t, math.IsNaN(pair([]float64{1}, nil).median), "runs that do not pair up give no ratio")
 }
 
@@ -153,7 +153,7 @@ func TestReportSaysWhenOtherTenantsHeldTheCache(t *testing.T) {
 
 	note = cacheNote(busy, 32<<20)
 	require.Contains(t, note, "within 8 MiB took 99 ns (25-140 over the runs)")
-	require.Contains(t, note, "In 2 of the 3 runs")
+	require.Contains(t, note, "In 2 of the 3 times")
 	require.Contains(t, note, "other tenants")
 
 	require.NotContains(t, cacheNote(busy, 8<<20), "other tenants", "8 MiB does not fit a cache of 8 MiB: memory is not a neighbour")
@@ -161,5 +161,36 @@ func TestReportSaysWhenOtherTenantsHeldTheCache(t *testing.T) {
 
 	report := write(busy, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 	machine, _, _ := strings.Cut(report, "## Targets")
-	require.Contains(t, machine, "In 2 of the 3 runs", "the Machine section carries it")
+	require.Contains(t, machine, "In 2 of the 3 times", "the Machine section carries it")
+}
+
+// The memory latency rows run at one moment of a run; the benchmarks of
+// filters the cache would hold measure it after each of their runs, and
+// the targets built on them say in which runs the cache was held.
+func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
+	rows := map[string]map[string][]float64{
+		// The memory latency rows ran while the cache was quiet.
+		"MemoryLatency/MiB=8":  {"ns/op": {24, 25, 26}},
+		"MemoryLatency/MiB=64": {"ns/op": {160, 160, 160}},
+		// Held during the second run of tallybloom's lookups, and the
+		// third of bits-and-blooms': over 40% of 160 ns.
+		"Contains/1M/tallybloom-fixed/member": {"ns/op": {50, 90, 50}, "cache-ns": {25, 120, 30}},
+		"Contains/1M/bits-and-blooms/member":  {"ns/op": {100, 100, 130}, "cache-ns": {26, 27, 70}},
+		// Quiet throughout.
+		"Add/1M/tallybloom-fixed": {"ns/op": {200, 200, 200}, "cache-ns": {25, 25, 25}},
+		"Add/1M/bits-and-blooms":  {"ns/op": {100, 100, 100}, "cache-ns": {25, 25, 25}},
+	}
+	r := parse(benchOutput(3, rows))
+	report := write(r, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+
+	machine, _, _ := strings.Cut(report, "## Targets")
+	require.Contains(t, machine, "In 2 of the 15 times", "the probes after each run count, not only the memory rows")
+	require.Contains(t, report, "| Contains, 1M, 1 sub-filter, vs bits-and-blooms Test | "+asFixed+" | 0.50x | 0.38-0.90x, cache held in 2 of 3 | at most 1x | met |")
+	require.Contains(t, report, "| Add, 1M, vs bits-and-blooms Add | "+asFixed+" | 2.00x | 2.00-2.00x | at most 1.5x | **missed** |",
+		"a target whose runs were quiet says nothing of the cache")
+
+	small := testHost
+	small.llc = 8 << 20
+	require.NotContains(t, write(r, small, "short", 3, "250ms", time.Minute, "results.svg"), "cache held",
+		"a cache that need not hold 8 MiB is no sign of neighbours")
 }
