@@ -23,7 +23,9 @@ the counters' size, that check accepts in place of FILE and
 engine.ReadFrozen loads. --base64 writes either as URL-safe base64, for a
 cookie or a config value. OUT is replaced whole once the copy is written
 and synced, so a reader of OUT sees the old copy or the new; a filter file
-is never written over.`,
+is never written over. The copy is written beside OUT under a hidden name
+(.OUT.writing-...), which an interrupted export (SIGINT, SIGTERM) removes;
+only a process killed outright can leave it behind.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})

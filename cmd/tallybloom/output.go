@@ -7,7 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"sync"
+	"syscall"
 
 	"github.com/tallybloom/tallybloom/engine"
 	"github.com/tallybloom/tallybloom/internal/dirsync"
@@ -16,11 +19,18 @@ import (
 // output is a file a command writes whole or not at all. A regular file
 // (or a name not yet taken) is written beside its name and renamed over it
 // once synced, so that a reader, or a crash, finds the old content or the
-// new, never part of one; a device or a pipe is written in place.
+// new, never part of one; a device or a pipe is written in place. A
+// command interrupted (SIGINT, SIGTERM) before the rename removes the file
+// beside the name as it exits.
 type output struct {
-	file  *os.File
-	final string // where the file is renamed to; "" when written in place
-	ended bool   // committed or aborted
+	file    *os.File
+	path    string // the name the command was given
+	final   string // where the file is renamed to; "" when written in place
+	signals chan os.Signal
+	mu      struct {
+		sync.Mutex
+		ended bool // committed or aborted
+	}
 }
 
 // createOutput opens path for a command that read source. It refuses to
@@ -75,7 +85,38 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 			return nil, err
 		}
 	}
-	return &output{file: file, final: target}, nil
+	o := &output{file: file, path: path, final: target, signals: make(chan os.Signal, 1)}
+	signal.Notify(o.signals, syscall.SIGINT, syscall.SIGTERM)
+	go o.removeOnSignal()
+	return o, nil
+}
+
+// removeOnSignal waits for a signal to interrupt the command and, unless
+// the output was committed or aborted first, removes the file beside its
+// name and exits as the signal asks. It holds the lock to the end, so that
+// the command cannot rename the file away meanwhile.
+func (o *output) removeOnSignal() {
+	sig, ok := (<-o.signals).(syscall.Signal)
+	if !ok {
+		return // ended: the channel is closed
+	}
+	o.mu.Lock()
+	if o.mu.ended {
+		// Committed: the command ends as if the signal had come after.
+		o.mu.Unlock()
+		return
+	}
+	os.Remove(o.file.Name())
+	os.Exit(exitStatus(os.Stderr, &exitCode{code: 128 + int(sig), err: fmt.Errorf("%w: %s left as it was", errStopped, o.path)}))
+}
+
+// endLocked marks the output ended and stops watching for signals.
+func (o *output) endLocked() {
+	o.mu.ended = true
+	if o.signals != nil {
+		signal.Stop(o.signals)
+		close(o.signals)
+	}
 }
 
 // isFilterFile reports whether the file at path starts with a filter file's
@@ -95,7 +136,9 @@ func (o *output) Write(p []byte) (int, error) { return o.file.Write(p) }
 
 // commit makes what was written the content of the output's name.
 func (o *output) commit() error {
-	o.ended = true
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.endLocked()
 	if o.final == "" {
 		return o.file.Close()
 	}
@@ -114,10 +157,12 @@ func (o *output) commit() error {
 // abort leaves the output's name as it was, for a command that failed; after
 // commit it does nothing.
 func (o *output) abort() {
-	if o.ended {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.ended {
 		return
 	}
-	o.ended = true
+	o.endLocked()
 	o.file.Close()
 	if o.final != "" {
 		os.Remove(o.file.Name())

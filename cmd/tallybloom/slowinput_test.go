@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -160,4 +162,37 @@ func TestAnInterruptedAddKeepsWhatItRead(t *testing.T) {
 		_, errOut, code := tallybloom(t, "verify", path)
 		assert.Equal(t, 0, code, errOut)
 	})
+}
+
+// An export interrupted before it renames its copy over OUT leaves OUT as
+// it was and removes the copy it was writing beside it.
+func TestAnInterruptedExportLeavesNothingBehind(t *testing.T) {
+	// Large enough that the export takes a while: 107 MB of counters.
+	path := newFile(t, "--capacity", "20000000", "--error-rate", "0.01", "--fixed")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "export")
+	require.NoError(t, os.WriteFile(out, []byte("an older export"), 0o644))
+	writing := func() []string {
+		names, err := filepath.Glob(filepath.Join(dir, ".export.writing-*"))
+		require.NoError(t, err)
+		return names
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		export := start(t, "export", "--base64", path, out)
+		require.Eventually(t, func() bool { return len(writing()) > 0 }, 10*time.Second, time.Millisecond)
+		// Stopped, it is caught in the middle of the copy, or has finished.
+		require.NoError(t, export.cmd.Process.Signal(syscall.SIGSTOP))
+		if len(writing()) == 0 {
+			require.NoError(t, export.cmd.Process.Signal(syscall.SIGCONT))
+			t.Fatalf("the export ended before it could be interrupted: %s", export.errOut.String())
+		}
+		require.NoError(t, export.cmd.Process.Signal(sig))
+		require.NoError(t, export.cmd.Process.Signal(syscall.SIGCONT))
+		assert.Equal(t, 128+int(sig), export.exitCode(t), export.errOut.String())
+		assert.Contains(t, export.errOut.String(), "interrupted: "+out+" left as it was")
+		assert.Empty(t, writing(), "nothing left beside OUT")
+		content, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, "an older export", string(content))
+	}
 }
