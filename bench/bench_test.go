@@ -25,21 +25,32 @@ var sizesFlag = flag.String("sizes", "ci", `filter sizes: "ci" (tiny), "short" o
 // empty filter; into the others, from the filled one. A cached size's
 // filters fit the last-level cache and not the caches below it, so their
 // times move with what other tenants of the machine do to that cache; its
-// benchmarks measure the cache after their timing (reportCache).
+// benchmarks measure the cache after their timing (reportCache). probes is
+// how many keys a benchmark at the size cycles through.
 type size struct {
 	label          string
 	capacity, fill uint64
 	fresh, cached  bool
+	probes         int
 }
 
 func sizes(b *testing.B) []size {
 	switch *sizesFlag {
 	case "ci":
-		return []size{{"1M", 20_000, 20_000, true, true}, {"64M", 100_000, 100_000, false, false}}
+		return []size{
+			{label: "1M", capacity: 20_000, fill: 20_000, fresh: true, cached: true, probes: probeKeys},
+			{label: "64M", capacity: 100_000, fill: 100_000, probes: probeKeys},
+		}
 	case "short":
-		return []size{{"1M", 1_000_000, 1_000_000, true, true}, {"64M", 64_000_000, 8_000_000, false, false}}
+		return []size{
+			{label: "1M", capacity: 1_000_000, fill: 1_000_000, fresh: true, cached: true, probes: probeKeys},
+			{label: "64M", capacity: 64_000_000, fill: 8_000_000, probes: farProbeKeys},
+		}
 	case "full":
-		return []size{{"1M", 1_000_000, 1_000_000, true, true}, {"64M", 64_000_000, 64_000_000, false, false}}
+		return []size{
+			{label: "1M", capacity: 1_000_000, fill: 1_000_000, fresh: true, cached: true, probes: probeKeys},
+			{label: "64M", capacity: 64_000_000, fill: 64_000_000, probes: farProbeKeys},
+		}
 	}
 	b.Fatalf("unknown -sizes %q", *sizesFlag)
 	return nil
@@ -53,32 +64,66 @@ func withCache(b *testing.B) []size {
 	if *sizesFlag == "ci" {
 		return sizes(b)
 	}
-	return append([]size{{"20K", 20_000, 20_000, true, false}}, sizes(b)...)
+	return append([]size{{label: "20K", capacity: 20_000, fill: 20_000, fresh: true, probes: probeKeys}}, sizes(b)...)
 }
 
-const probeKeys = 1 << 16 // keys cycled through while timing
+// probeKeys is how many keys a benchmark cycles through at the sizes the
+// cache holds, and how many non-members measure a false-positive rate.
+const probeKeys = 1 << 16
 
-// filled caches filled subjects across benchmarks: building a 64M filter
-// takes seconds.
+// farProbeKeys is how many keys a benchmark cycles through at the size far
+// larger than the cache. Cycled, keys find the lines their last pass
+// brought into the cache: 65 536 keys touch 4 MiB of a filter that reads
+// one line a key, which a 32 MiB last-level cache holds, and 29 MiB of
+// bits-and-blooms', most of which it holds. 4M keys touch 256 MiB, so that
+// a lookup at 64M goes to memory, as one among billions of keys does.
+const farProbeKeys = 1 << 22
+
+// warmKeys is how many of its keys an Add into a filled filter adds before
+// the timing: enough to store into every page of a 64M filter.
+const warmKeys = 1 << 19
+
+// filled caches filled subjects and generated keys across benchmarks and
+// their runs: building a 64M filter takes seconds, and generating 4M keys
+// most of one.
 var filled = struct {
 	sync.Mutex
 	subjects map[string]Subject
-	members  map[uint64][][]byte
+	keys     map[[2]uint64][][]byte // by count and set
+	probes   map[string][][]byte    // by size
 	dir      string
 	// removed is, for each subject BenchmarkRemove keeps, how many of its
 	// keys a run has removed: the next run goes on from there.
 	removed map[string]int
-}{subjects: map[string]Subject{}, members: map[uint64][][]byte{}, removed: map[string]int{}}
+}{subjects: map[string]Subject{}, keys: map[[2]uint64][][]byte{}, probes: map[string][][]byte{}, removed: map[string]int{}}
 
-// members are the first n member keys.
-func members(n uint64) [][]byte {
+// keySet is Keys(n, set), generated once.
+func keySet(n int, set uint64) [][]byte {
 	filled.Lock()
 	defer filled.Unlock()
-	if keys, ok := filled.members[n]; ok {
+	id := [2]uint64{uint64(n), set}
+	if keys, ok := filled.keys[id]; ok {
 		return keys
 	}
-	keys := Keys(int(n), 1)
-	filled.members[n] = keys
+	keys := Keys(n, set)
+	filled.keys[id] = keys
+	return keys
+}
+
+// members are the first n member keys.
+func members(n uint64) [][]byte { return keySet(int(n), 1) }
+
+// probes are the member keys a lookup at s cycles through: s.probes of
+// the keys s's filters hold, spread over them (see every).
+func probes(s size) [][]byte {
+	held := members(s.fill)
+	filled.Lock()
+	defer filled.Unlock()
+	if keys, ok := filled.probes[s.label]; ok {
+		return keys
+	}
+	keys := every(held, min(s.probes, len(held)))
+	filled.probes[s.label] = keys
 	return keys
 }
 
@@ -179,15 +224,15 @@ func every(keys [][]byte, n int) [][]byte {
 // BenchmarkContains looks up members and non-members, and reports each
 // filter's bytes per key and measured false-positive rate.
 func BenchmarkContains(b *testing.B) {
-	nonMembers := Keys(probeKeys, 2)
 	for _, s := range withCache(b) {
+		nonMembers := keySet(s.probes, 2)
 		for _, lib := range Libraries {
 			for _, kind := range []string{"member", "non-member"} {
 				b.Run(fmt.Sprintf("%s/%s/%s", s.label, lib, kind), func(b *testing.B) {
 					subject := filledSubject(b, lib, s)
 					keys := nonMembers
 					if kind == "member" {
-						keys = every(members(s.fill), min(probeKeys, int(s.fill)))
+						keys = probes(s)
 					}
 					b.ReportAllocs()
 					i := 0
@@ -196,7 +241,7 @@ func BenchmarkContains(b *testing.B) {
 						i++
 					}
 					b.ReportMetric(float64(subject.Bytes())*8/float64(s.capacity), "bits/key")
-					b.ReportMetric(FalsePositiveRate(subject, nonMembers), "fpr")
+					b.ReportMetric(FalsePositiveRate(subject, nonMembers[:probeKeys]), "fpr")
 					if s.cached {
 						reportCache(b)
 					}
@@ -212,11 +257,11 @@ func BenchmarkContains(b *testing.B) {
 // filled ones, whose pages the fill has touched; an add into an untouched
 // page is BenchmarkAddUntouched's. The fill may be minutes old, and pages
 // the kernel has written back since fault on their next store (see
-// BenchmarkTestAndAddNew), so a pass over the keys before the timing
-// stores into their pages again, for every library alike.
+// BenchmarkTestAndAddNew), so adding warmKeys of the keys before the
+// timing stores into their pages again, for every library alike.
 func BenchmarkAdd(b *testing.B) {
-	keys := Keys(probeKeys, 3)
 	for _, s := range withCache(b) {
+		keys := keySet(s.probes, 3)
 		for _, lib := range Libraries {
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
 				var subject Subject
@@ -227,7 +272,7 @@ func BenchmarkAdd(b *testing.B) {
 					}
 				} else {
 					subject = filledSubject(b, lib, s)
-					for _, k := range keys {
+					for _, k := range keys[:min(warmKeys, len(keys))] {
 						subject.Add(k)
 					}
 				}
@@ -246,8 +291,8 @@ func BenchmarkAdd(b *testing.B) {
 // file each such store faults its page in; with LargePages the page is
 // 2 MiB, allocated and zeroed whole, which is left out.
 func BenchmarkAddUntouched(b *testing.B) {
-	keys := Keys(probeKeys, 7)
 	s := sizes(b)[len(sizes(b))-1]
+	keys := keySet(s.probes, 7)
 	for _, lib := range []string{TallybloomFixed, TallybloomCounters, BitsAndBlooms} {
 		b.Run(s.label+"/"+lib, func(b *testing.B) {
 			subject := newSubject(b, lib, s.capacity)
@@ -273,8 +318,8 @@ func benchmarkAdd(b *testing.B, subject Subject, keys [][]byte) {
 // they are added again with the timer stopped. The runs share one filter,
 // each going on where the one before stopped.
 func BenchmarkRemove(b *testing.B) {
-	keys := Keys(probeKeys, 4)
 	for _, s := range sizes(b) {
+		keys := keySet(s.probes, 4)
 		for _, lib := range []string{Tallybloom, BoomCounting} {
 			name := fmt.Sprintf("remove/%s/%s", s.label, lib)
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
@@ -312,8 +357,8 @@ func BenchmarkRemove(b *testing.B) {
 // the timing sees keys already seen and no first store into an untouched
 // page. The runs share one filter.
 func BenchmarkTestAndAdd(b *testing.B) {
-	keys := Keys(probeKeys, 5)
 	for _, s := range sizes(b) {
+		keys := keySet(s.probes, 5)
 		subject := func(b *testing.B, lib string) (Subject, bool) {
 			return kept("testandadd/"+s.label+"/"+lib, func() Subject { return newSubject(b, lib, s.capacity) })
 		}
@@ -522,7 +567,7 @@ func chainKey(id uint64) []byte {
 // on the largest filter.
 func BenchmarkContainsBatch(b *testing.B) {
 	s := sizes(b)[len(sizes(b))-1]
-	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
+	keys := probes(s)
 	for _, lib := range []string{Tallybloom, TallybloomLarge} {
 		b.Run(s.label+"/"+lib, func(b *testing.B) { benchmarkContainsBatch(b, filledSubject(b, lib, s).(*tally), keys) })
 	}
@@ -554,7 +599,7 @@ func benchmarkContainsBatch(b *testing.B, f *tally, keys [][]byte) {
 // BenchmarkContainsParallel runs lookups from one core and from all.
 func BenchmarkContainsParallel(b *testing.B) {
 	s := sizes(b)[0]
-	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
+	keys := probes(s)
 	for _, lib := range []string{Tallybloom, BitsAndBlooms} {
 		for _, procs := range []int{1, runtime.NumCPU()} {
 			b.Run(fmt.Sprintf("%s/%s/procs=%d", s.label, lib, procs), func(b *testing.B) {
@@ -657,7 +702,7 @@ func BenchmarkRemoteCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := every(members(s.fill), min(probeKeys, int(s.fill)))
+	keys := probes(s)
 	var out []bool
 	i := 0
 	for b.Loop() {
@@ -721,7 +766,12 @@ var probeCycle = sync.OnceValue(func() cycle { return newCycle(8) })
 // which of their runs it did not.
 func reportCache(b *testing.B) {
 	c := probeCycle()
-	c.follow(len(c) / 16) // once round, to bring the 8 MiB in
+	// Three times round first: a last-level cache that takes lines as the
+	// caches below it let them go need not keep a line met once. On a quiet
+	// AMD EPYC, one time round left the probe at 47 to 169 ns after a 1M
+	// benchmark, where three leave it at 17 to 39, as BenchmarkMemoryLatency
+	// measures.
+	c.follow(3 * len(c) / 16)
 	const steps = 1 << 15
 	start := time.Now()
 	sink = c.follow(steps)
