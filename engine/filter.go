@@ -16,6 +16,7 @@ import (
 
 	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/internal/dirsync"
+	"github.com/tallybloom/tallybloom/internal/flock"
 	"github.com/tallybloom/tallybloom/mmapfile"
 	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
@@ -151,7 +152,10 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrExists, path)
 	}
-	removeAbandoned(path)
+	// Files that processes killed while making one for path left behind
+	// are unlocked; one another process is still making is locked, and
+	// stays.
+	flock.RemoveUnlocked(buildingPrefix(path))
 	building := buildingPrefix(path) + rand.Text()
 	file, err := mmapfile.Open(building, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
 	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
@@ -182,31 +186,6 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 // directory: a dot, path's name, ".creating-", then random letters.
 func buildingPrefix(path string) string {
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".creating-")
-}
-
-// removeAbandoned removes the files that processes killed while making one
-// for path left behind: those whose lock no process holds. A file another
-// process is still making is locked, and stays.
-func removeAbandoned(path string) {
-	prefix := buildingPrefix(path)
-	entries, err := os.ReadDir(filepath.Dir(prefix))
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		name := filepath.Join(filepath.Dir(prefix), e.Name())
-		if !strings.HasPrefix(name, prefix) || !e.Type().IsRegular() {
-			continue
-		}
-		file, err := mmapfile.Open(name, os.O_RDWR, 0, nil)
-		if err != nil {
-			continue
-		}
-		if file.Lock() == nil {
-			_ = os.Remove(name)
-		}
-		_ = file.Close()
-	}
 }
 
 func create(file *mmapfile.File, path string, cfg Config, o settings, build func(*Filter) error) (*Filter, error) {

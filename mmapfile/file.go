@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/edsrzf/mmap-go"
+
+	"github.com/tallybloom/tallybloom/internal/flock"
 )
 
 // OpenFunc opens the underlying file; os.OpenFile by default. Tests replace it
@@ -109,7 +112,12 @@ func (f *File) WriteAt(b []byte, off int64) error {
 // another open file description (in this process or another) holds it. The
 // lock goes with Close.
 func (f *File) Lock() error {
-	if err := lock(f); err != nil {
+	switch err := flock.Lock(f.file); {
+	case errors.Is(err, flock.ErrHeld):
+		return ErrLocked
+	case errors.Is(err, errors.ErrUnsupported):
+		return fmt.Errorf("%w: file locks on %s", ErrUnsupported, runtime.GOOS)
+	case err != nil:
 		return err
 	}
 	f.locked = true
@@ -125,7 +133,7 @@ func (f *File) Sync() error { return f.file.Sync() }
 func (f *File) Close() error {
 	var err error
 	if f.locked {
-		err = unlock(f)
+		err = flock.Unlock(f.file)
 		f.locked = false
 	}
 	return errors.Join(err, f.file.Close())

@@ -25,7 +25,7 @@ cookie or a config value. OUT is replaced whole once the copy is written
 and synced, so a reader of OUT sees the old copy or the new; a filter file
 is never written over. The copy is written beside OUT under a hidden name
 (.OUT.writing-...), which an interrupted export (SIGINT, SIGTERM) removes;
-only a process killed outright can leave it behind.`,
+one a process killed outright left behind, the next export to OUT removes.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})

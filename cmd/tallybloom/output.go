@@ -14,6 +14,7 @@ import (
 
 	"github.com/tallybloom/tallybloom/engine"
 	"github.com/tallybloom/tallybloom/internal/dirsync"
+	"github.com/tallybloom/tallybloom/internal/flock"
 )
 
 // output is a file a command writes whole or not at all. A regular file
@@ -23,9 +24,10 @@ import (
 // command interrupted (SIGINT, SIGTERM) before the rename removes the file
 // beside the name as it exits.
 type output struct {
-	file    *os.File
-	path    string // the name the command was given
-	final   string // where the file is renamed to; "" when written in place
+	file    *os.File // set under mu by createBeside, then only read
+	path    string   // the name the command was given
+	final   string   // where the file is renamed to; "" when written in place
+	locked  bool     // file is locked (see createBeside)
 	signals chan os.Signal
 	mu      struct {
 		sync.Mutex
@@ -66,11 +68,30 @@ func createOutput(path, source string) (*output, error) {
 // createBeside creates a new file in target's directory that commit renames
 // to target, with mode perm: less the umask for a new name, whole where it
 // keeps the mode of the file it replaces.
+//
+// The file is locked until it is renamed (see internal/flock), so that a
+// later output to the same name removes the files that commands killed
+// outright (SIGKILL, a crash) left beside it, and leaves those of commands
+// still writing. It is locked just after it is made: an output to the same
+// name that starts in that instant can take it for a dead command's and
+// remove it, and the command whose file went then fails at its rename,
+// leaving the name to the other.
 func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, error) {
+	o := &output{path: path, final: target, signals: make(chan os.Signal, 1)}
+	// Signals are watched before the file exists, and the file is made
+	// under the lock the watcher takes, so that no signal finds it made
+	// and not yet watched for.
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	signal.Notify(o.signals, syscall.SIGINT, syscall.SIGTERM)
+	go o.removeOnSignal()
 	dir, base := filepath.Split(target)
-	name := filepath.Join(dir, "."+base+".writing-"+rand.Text())
+	prefix := filepath.Join(dir, "."+base+".writing-")
+	flock.RemoveUnlocked(prefix)
+	name := prefix + rand.Text()
 	file, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
+		o.endLocked()
 		var pathErr *fs.PathError
 		if errors.As(err, &pathErr) {
 			err = pathErr.Err // the error is of path, not of the name beside it
@@ -80,14 +101,16 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 	if keep {
 		// The umask may have taken bits the replaced file's mode had.
 		if err := file.Chmod(perm); err != nil {
+			o.endLocked()
 			file.Close()
 			os.Remove(name)
 			return nil, err
 		}
 	}
-	o := &output{file: file, path: path, final: target, signals: make(chan os.Signal, 1)}
-	signal.Notify(o.signals, syscall.SIGINT, syscall.SIGTERM)
-	go o.removeOnSignal()
+	o.file = file
+	// Where the file cannot be locked it is written all the same: a later
+	// output cannot lock it either, and so leaves it.
+	o.locked = flock.Lock(file) == nil
 	return o, nil
 }
 
@@ -143,9 +166,20 @@ func (o *output) commit() error {
 		return o.file.Close()
 	}
 	name := o.file.Name()
-	err := errors.Join(o.file.Sync(), o.file.Close())
-	if err == nil {
-		err = os.Rename(name, o.final)
+	err := o.file.Sync()
+	if o.locked {
+		// Renamed while its lock is held, so that no export starting
+		// meanwhile takes the copy for a dead one's and removes it.
+		if err == nil {
+			err = os.Rename(name, o.final)
+		}
+		err = errors.Join(err, o.file.Close())
+	} else {
+		// Without a lock (no file locks here), closed first: some systems
+		// cannot rename a file that is open.
+		if err = errors.Join(err, o.file.Close()); err == nil {
+			err = os.Rename(name, o.final)
+		}
 	}
 	if err != nil {
 		os.Remove(name)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -167,25 +168,9 @@ func TestAnInterruptedAddKeepsWhatItRead(t *testing.T) {
 // An export interrupted before it renames its copy over OUT leaves OUT as
 // it was and removes the copy it was writing beside it.
 func TestAnInterruptedExportLeavesNothingBehind(t *testing.T) {
-	// Large enough that the export takes a while: 107 MB of counters.
-	path := newFile(t, "--capacity", "20000000", "--error-rate", "0.01", "--fixed")
-	dir := t.TempDir()
-	out := filepath.Join(dir, "export")
-	require.NoError(t, os.WriteFile(out, []byte("an older export"), 0o644))
-	writing := func() []string {
-		names, err := filepath.Glob(filepath.Join(dir, ".export.writing-*"))
-		require.NoError(t, err)
-		return names
-	}
+	path, out, writing := slowExport(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		export := start(t, "export", "--base64", path, out)
-		require.Eventually(t, func() bool { return len(writing()) > 0 }, 10*time.Second, time.Millisecond)
-		// Stopped, it is caught in the middle of the copy, or has finished.
-		require.NoError(t, export.cmd.Process.Signal(syscall.SIGSTOP))
-		if len(writing()) == 0 {
-			require.NoError(t, export.cmd.Process.Signal(syscall.SIGCONT))
-			t.Fatalf("the export ended before it could be interrupted: %s", export.errOut.String())
-		}
+		export, _ := stoppedExport(t, path, out, writing)
 		require.NoError(t, export.cmd.Process.Signal(sig))
 		require.NoError(t, export.cmd.Process.Signal(syscall.SIGCONT))
 		assert.Equal(t, 128+int(sig), export.exitCode(t), export.errOut.String())
@@ -195,4 +180,70 @@ func TestAnInterruptedExportLeavesNothingBehind(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "an older export", string(content))
 	}
+}
+
+// slowExport is a filter whose export takes a while (107 MB of counters),
+// an OUT in a directory of its own holding an older export, and the copies
+// exports to OUT are writing beside it.
+func slowExport(t *testing.T) (path, out string, writing func() []string) {
+	path = newFile(t, "--capacity", "20000000", "--error-rate", "0.01", "--fixed")
+	dir := t.TempDir()
+	out = filepath.Join(dir, "export")
+	require.NoError(t, os.WriteFile(out, []byte("an older export"), 0o644))
+	writing = func() []string {
+		names, err := filepath.Glob(filepath.Join(dir, ".export.writing-*"))
+		require.NoError(t, err)
+		return names
+	}
+	return path, out, writing
+}
+
+// stoppedExport starts exporting path to out and stops it (SIGSTOP) in the
+// middle of the copy, and returns the name of that copy. It waits for the
+// copy to hold bytes: the export writes only once the copy is made and
+// locked.
+func stoppedExport(t *testing.T, path, out string, writing func() []string) (*started, string) {
+	t.Helper()
+	before := writing()
+	export := start(t, "export", "--base64", path, out)
+	var copy string
+	require.Eventually(t, func() bool {
+		for _, name := range writing() {
+			if info, err := os.Stat(name); err == nil && info.Size() > 0 && !slices.Contains(before, name) {
+				copy = name
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond)
+	// Stopped, it is caught in the middle of the copy, or has finished.
+	require.NoError(t, export.cmd.Process.Signal(syscall.SIGSTOP))
+	if !slices.Contains(writing(), copy) {
+		require.NoError(t, export.cmd.Process.Signal(syscall.SIGCONT))
+		t.Fatalf("the export ended before it could be stopped: %s", export.errOut.String())
+	}
+	return export, copy
+}
+
+// An export killed outright leaves its copy beside OUT; the next export to
+// OUT removes it, and leaves the copy of an export still running.
+func TestAnExportRemovesWhatAKilledOneLeft(t *testing.T) {
+	path, out, writing := slowExport(t)
+	killed, left := stoppedExport(t, path, out, writing)
+	require.NoError(t, killed.cmd.Process.Signal(syscall.SIGKILL))
+	assert.Equal(t, -1, killed.exitCode(t), "killed by the signal")
+	require.Equal(t, []string{left}, writing(), "SIGKILL leaves the copy")
+
+	running, copy := stoppedExport(t, path, out, writing)
+	assert.Equal(t, []string{copy}, writing(), "the next export removed the killed one's copy")
+
+	_, errOut, code := tallybloom(t, "export", path, out)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, []string{copy}, writing(), "the stopped export's copy stays: it holds its lock")
+	answer, errOut, _ := tallybloom(t, "check", out, "k")
+	assert.Equal(t, "absent\tk\n", answer, "OUT is the new export, which check reads: %s", errOut)
+
+	require.NoError(t, running.cmd.Process.Signal(syscall.SIGCONT))
+	assert.Equal(t, 0, running.exitCode(t), running.errOut.String())
+	assert.Empty(t, writing(), "the export that was running renamed its copy")
 }

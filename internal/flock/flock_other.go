@@ -1,0 +1,16 @@
+//go:build !unix
+
+package flock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+)
+
+func lock(*os.File) error {
+	return fmt.Errorf("flock: file locks on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}
+
+func unlock(*os.File) error { return nil }
