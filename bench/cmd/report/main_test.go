@@ -83,6 +83,7 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 		"Add/1M/bits-and-blooms":                 ns(100, 100, 100),
 		"Add/1M/boom-counting":                   ns(100, 100, 100),
 		"Contains/20K/tallybloom-fixed/member":   ns(40, 40, 40),
+		"AddBatch/1M/tallybloom-fixed":           {"ns/op": {153600, 153600, 153600}, "ns/key": {150, 150, 150}},
 	}))
 	report := write(r, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 
@@ -113,6 +114,8 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 	require.Equal(t, 1, strings.Count(reasons, "presence bits add one bit to every four of counters"),
 		"the two bits per key targets share their reason")
 	require.NotContains(t, reasons, "- Contains, 1M, 1 sub-filter", "a met target needs no reason")
+	require.Contains(t, reasons, "AddBatch, which takes the lock once a batch and asks for a group's blocks together) takes 150 ns a key at 1M fixed, 1.50x bits-and-blooms' Add.",
+		"the Add reason says how far batches go")
 	require.Regexp(t, `\n- [^\n]*Open, 4 GiB vs 1 MiB[^\n]*: this run has no measurement for it`, reasons)
 	require.NotContains(t, reasons, "whatever the file's size", "an unmeasured target's usual reason would quote no figures")
 }
@@ -188,6 +191,7 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 	require.Contains(t, report, "| Contains, 1M, 1 sub-filter, vs bits-and-blooms Test | "+asFixed+" | 0.50x | 0.38-0.90x, cache held in 2 of 3 | at most 1x | met |")
 	require.Contains(t, report, "| Add, 1M, vs bits-and-blooms Add | "+asFixed+" | 2.00x | 2.00-2.00x | at most 1.5x | **missed** |",
 		"a target whose runs were quiet says nothing of the cache")
+	require.NotContains(t, report, "AddBatch", "no batch measured, no batch quoted")
 
 	small := testHost
 	small.llc = 8 << 20
