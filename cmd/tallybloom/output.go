@@ -98,6 +98,9 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 		}
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
+	// Where the file cannot be locked it is written all the same: a later
+	// output cannot lock it either, and so leaves it.
+	o.file, o.locked = file, flock.Lock(file) == nil
 	if keep {
 		// The umask may have taken bits the replaced file's mode had.
 		if err := file.Chmod(perm); err != nil {
@@ -107,10 +110,6 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 			return nil, err
 		}
 	}
-	o.file = file
-	// Where the file cannot be locked it is written all the same: a later
-	// output cannot lock it either, and so leaves it.
-	o.locked = flock.Lock(file) == nil
 	return o, nil
 }
 
