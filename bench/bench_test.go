@@ -80,6 +80,14 @@ const probeKeys = 1 << 16
 // a lookup at 64M goes to memory, as one among billions of keys does.
 const farProbeKeys = 1 << 22
 
+// addKeys is the set of keys the benchmarks add: Add and AddBatch into the
+// filled filters, Remove, TestAndAdd and AddUntouched into filters of their
+// own. One set for all keeps the keys alive few: the collector scans every
+// key's slice before each run of each benchmark (testing collects before
+// it times), and with a set of 4M keys for each of these benchmarks that
+// took a minute of the short report.
+const addKeys = 3
+
 // warmKeys is how many of its keys an Add into a filled filter adds before
 // the timing: enough to store into every page of a 64M filter.
 const warmKeys = 1 << 19
@@ -262,7 +270,7 @@ func BenchmarkContains(b *testing.B) {
 // timing stores into their pages again, for every library alike.
 func BenchmarkAdd(b *testing.B) {
 	for _, s := range withCache(b) {
-		keys := keySet(s.probes, 3)
+		keys := keySet(s.probes, addKeys)
 		for _, lib := range Libraries {
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
 				benchmarkAdd(b, addSubject(b, lib, s, keys), keys)
@@ -298,7 +306,7 @@ func addSubject(b *testing.B, lib string, s size, keys [][]byte) Subject {
 // their Add is the comparison. ns/key is the time an add.
 func BenchmarkAddBatch(b *testing.B) {
 	for _, s := range sizes(b) {
-		keys := keySet(s.probes, 3)
+		keys := keySet(s.probes, addKeys)
 		for _, lib := range []string{Tallybloom, TallybloomFixed} {
 			b.Run(s.label+"/"+lib, func(b *testing.B) {
 				f := addSubject(b, lib, s, keys).(*tally).f
@@ -328,7 +336,7 @@ func BenchmarkAddBatch(b *testing.B) {
 // 2 MiB, allocated and zeroed whole, which is left out.
 func BenchmarkAddUntouched(b *testing.B) {
 	s := sizes(b)[len(sizes(b))-1]
-	keys := keySet(s.probes, 7)
+	keys := keySet(s.probes, addKeys)
 	for _, lib := range []string{TallybloomFixed, TallybloomCounters, BitsAndBlooms} {
 		b.Run(s.label+"/"+lib, func(b *testing.B) {
 			subject := newSubject(b, lib, s.capacity)
@@ -355,7 +363,7 @@ func benchmarkAdd(b *testing.B, subject Subject, keys [][]byte) {
 // each going on where the one before stopped.
 func BenchmarkRemove(b *testing.B) {
 	for _, s := range sizes(b) {
-		keys := keySet(s.probes, 4)
+		keys := keySet(s.probes, addKeys)
 		for _, lib := range []string{Tallybloom, BoomCounting} {
 			name := fmt.Sprintf("remove/%s/%s", s.label, lib)
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
@@ -394,7 +402,7 @@ func BenchmarkRemove(b *testing.B) {
 // page. The runs share one filter.
 func BenchmarkTestAndAdd(b *testing.B) {
 	for _, s := range sizes(b) {
-		keys := keySet(s.probes, 5)
+		keys := keySet(s.probes, addKeys)
 		subject := func(b *testing.B, lib string) (Subject, bool) {
 			return kept("testandadd/"+s.label+"/"+lib, func() Subject { return newSubject(b, lib, s.capacity) })
 		}
