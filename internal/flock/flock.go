@@ -1,15 +1,10 @@
 package flock
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 )
-
-// ErrHeld is Lock's error when another open file (in this process or
-// another) holds the lock.
-var ErrHeld = errors.New("flock: lock held elsewhere")
 
 // Lock takes an exclusive lock on file without waiting. It goes with the
 // file's Close, or with Unlock.
