@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -526,19 +525,22 @@ func cacheNote(r map[string]result, llc int64) string {
 	if math.IsInf(busy, 1) {
 		return b.String()
 	}
-	probes := slices.Clone(in8)
-	for _, name := range slices.Sorted(maps.Keys(r)) {
-		probes = append(probes, values(r, name, "cache-ns")...)
-	}
-	held := 0
-	for _, p := range probes {
-		if p > busy {
-			held++
+	probes, held := 0, 0
+	count := func(loads []float64) {
+		for _, ns := range loads {
+			probes++
+			if ns > busy {
+				held++
+			}
 		}
+	}
+	count(in8)
+	for _, res := range r {
+		count(res["cache-ns"])
 	}
 	if held > 0 {
 		fmt.Fprintf(&b, " In %d of the %d times the run measured it (the memory latency rows, and after every run of a benchmark whose filter the cache would hold), a load within 8 MiB took more than %.0f%% of a load from memory: other tenants of this machine held the shared cache then, and the targets say in how many of their runs.",
-			held, len(probes), busyCache*100)
+			held, probes, busyCache*100)
 	}
 	return b.String()
 }
