@@ -371,12 +371,13 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 	}
 	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
 		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
+	b.WriteString(sideBySide(r))
 	fmt.Fprintf(&b, "\n## Everything else\n\n")
 	fmt.Fprintf(&b, "TestAndAdd is of keys the filter holds, a lookup that hits; TestAndAddNew of keys it has not seen, a lookup that misses and then an add. BoomFilters' counting filter is the only peer that removes. A ratio is to the row of bits-and-blooms with the same workload and size, where there is one.\n\n")
 	fmt.Fprintf(&b, "| benchmark | ns/op | vs bits-and-blooms | allocs/op | other |\n| --- | --- | --- | --- | --- |\n")
 	names := make([]string, 0, len(r))
 	for name := range r {
-		if !strings.HasPrefix(name, "Contains/") && !strings.HasPrefix(name, "Add/") {
+		if !strings.HasPrefix(name, "Contains/") && !strings.HasPrefix(name, "Add/") && !strings.HasPrefix(name, "ContainsSideBySide/") {
 			names = append(names, name)
 		}
 	}
@@ -392,6 +393,33 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 			optional(get(r, name, "allocs/op"), "%.0f"), strings.Join(other, ", "))
 	}
 	return b.String()
+}
+
+// sideBySide is the section on BenchmarkContainsSideBySide: each way's
+// lookup at 64M timed in blocks that alternate with bits-and-blooms', beside
+// the ratio of the two measured one after the other, which the targets use.
+func sideBySide(r map[string]result) string {
+	var rows strings.Builder
+	for _, lib := range []string{"tallybloom", "tallybloom-fixed", "tallybloom-large", "tallybloom-counters"} {
+		name := "ContainsSideBySide/64M/" + lib
+		if _, ok := r[name]; !ok {
+			continue
+		}
+		alternating := pair(values(r, name, "tally-ns"), values(r, name, "peer-ns"))
+		alone := pair(values(r, "Contains/64M/"+lib+"/member", "ns/op"), values(r, "Contains/64M/bits-and-blooms/member", "ns/op"))
+		fmt.Fprintf(&rows, "| %s | %.1f | %.1f | %.2fx | %.2f-%.2fx | %.2fx |\n", lib, get(r, name, "tally-ns"), get(r, name, "peer-ns"),
+			alternating.median, alternating.lo, alternating.hi, alone.median)
+	}
+	if rows.Len() == 0 {
+		return ""
+	}
+	return "\n### Contains at 64M, side by side with bits-and-blooms\n\n" +
+		"The targets compare lookups measured one benchmark after the other, as Go benchmarks are, each filter alone on the machine for its run. " +
+		"ContainsSideBySide times the same keys in blocks of 16 384 that alternate between a tallybloom filter and bits-and-blooms', so that both meet the same moments of this shared machine, and each block of one filter's lookups takes the other's lines, and the lines of its page tables, out of the caches, much as a service's other work may between its lookups. " +
+		"With 4 KiB pages a lookup at 64M walks the page tables for nearly every key, and alone on the machine a filter finds its page-table entries in the cache; side by side it finds fewer of them. " +
+		"A lookup of one line a key waits for that walk, where bits-and-blooms' seven lines a key wait for theirs together; with LargePages there is little to walk.\n\n" +
+		"| tallybloom | ns a lookup | bits-and-blooms, ns a lookup | ratio | over the runs | ratio alone (the target's) |\n| --- | --- | --- | --- | --- | --- |\n" +
+		rows.String()
 }
 
 // vsBitsAndBlooms is the ns/op of the benchmark name against the one that

@@ -198,3 +198,30 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 	require.NotContains(t, write(r, small, "short", 3, "250ms", time.Minute, "results.svg"), "cache held",
 		"a cache that need not hold 8 MiB is no sign of neighbours")
 }
+
+// The side-by-side lookups at 64M get a section of their own, each way's
+// ratio from its own blocks beside the ratio alone that the targets judge,
+// and no row among everything else.
+func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
+	rows := map[string]map[string][]float64{
+		"ContainsSideBySide/64M/tallybloom":       {"ns/op": {9e5, 9e5, 9e5}, "tally-ns": {240, 230, 250}, "peer-ns": {300, 250, 250}},
+		"ContainsSideBySide/64M/tallybloom-large": {"ns/op": {8e5, 8e5, 8e5}, "tally-ns": {180, 180, 180}, "peer-ns": {240, 240, 240}},
+		"Contains/64M/tallybloom/member":          {"ns/op": {190, 190, 190}},
+		"Contains/64M/tallybloom-large/member":    {"ns/op": {180, 180, 180}},
+		"Contains/64M/bits-and-blooms/member":     {"ns/op": {250, 250, 250}},
+	}
+	report := write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	_, section, ok := strings.Cut(report, "### Contains at 64M, side by side with bits-and-blooms")
+	require.True(t, ok, "the section is there")
+	section, _, _ = strings.Cut(section, "## Everything else")
+	// Run by run 0.80, 0.92 and 1.00: the median and the range; alone, 0.76.
+	require.Contains(t, section, "| tallybloom | 240.0 | 250.0 | 0.92x | 0.80-1.00x | 0.76x |")
+	require.Contains(t, section, "| tallybloom-large | 180.0 | 240.0 | 0.75x | 0.75-0.75x | 0.72x |")
+	require.NotContains(t, section, "tallybloom-fixed", "a way not measured side by side has no row")
+	require.NotContains(t, report, "| ContainsSideBySide/", "not repeated among everything else")
+
+	delete(rows, "ContainsSideBySide/64M/tallybloom")
+	delete(rows, "ContainsSideBySide/64M/tallybloom-large")
+	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "side by side",
+		"nothing measured, nothing said")
+}
