@@ -4,13 +4,16 @@ package engine
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tallybloom/tallybloom/internal/flock"
 	"github.com/tallybloom/tallybloom/mmapfile"
 )
 
@@ -58,4 +61,48 @@ func TestCreatedFilesAppearWhole(t *testing.T) {
 	entries, err = os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "nothing more beside it")
+}
+
+// takingOpen opens files as os.OpenFile does, and after making each of the
+// first times files beside path, removes it as another process's Create of
+// path starting in that instant would (flock.RemoveUnlocked): before its
+// maker has locked it. It counts the files taken.
+func takingOpen(path string, times int, taken *int) mmapfile.OpenFunc {
+	return func(name string, flag int, perm fs.FileMode) (*os.File, error) {
+		file, err := os.OpenFile(name, flag, perm)
+		if err == nil && strings.HasPrefix(name, buildingPrefix(path)) && *taken < times {
+			*taken++
+			flock.RemoveUnlocked(buildingPrefix(path))
+		}
+		return file, err
+	}
+}
+
+// A file being built whose name another creation of the same path took in
+// the instant before its lock is given up for another, and the filter
+// appears at path whole all the same.
+func TestACreateWhoseFileWasTakenInItsFirstInstantMakesAnother(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.tb")
+	taken := 0
+	f, err := Create(path, Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3}, &Options{OpenFile: takingOpen(path, 2, &taken)})
+	require.NoError(t, err)
+	assert.Equal(t, 2, taken)
+	require.NoError(t, f.Add([]byte("k"), 1))
+	require.NoError(t, f.Close())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing beside it")
+	g, err := Open(path, nil)
+	require.NoError(t, err)
+	defer g.Close()
+	assert.True(t, g.Contains([]byte("k")))
+
+	other := filepath.Join(dir, "g.tb")
+	taken = 0
+	_, err = Create(other, Config{Capacity: 1000, ErrorRate: 0.01}, &Options{OpenFile: takingOpen(other, flock.ClaimAttempts, &taken)})
+	require.ErrorIs(t, err, ErrLocked, "every file it made was taken")
+	entries, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "and it left nothing")
 }

@@ -156,15 +156,11 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	// are unlocked; one another process is still making is locked, and
 	// stays.
 	flock.RemoveUnlocked(buildingPrefix(path))
-	building := buildingPrefix(path) + rand.Text()
-	file, err := mmapfile.Open(building, os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
-	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
-		// Name the path the caller gave, not the one built beside it.
-		return nil, &fs.PathError{Op: "create", Path: path, Err: pathErr.Err}
-	}
+	file, err := makeBuilding(path, o)
 	if err != nil {
 		return nil, err
 	}
+	building := file.Path()
 	f, err := create(file, path, cfg, o, build)
 	if err == nil {
 		if err = file.MoveTo(path); errors.Is(err, fs.ErrExist) {
@@ -180,6 +176,28 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		return nil, err
 	}
 	return f, dirsync.Of(path)
+}
+
+// makeBuilding makes the file a filter for path is built in, beside path,
+// and locks it. Another process creating path may remove the file in the
+// instant before its lock (see flock.Claim); makeBuilding then makes
+// another.
+func makeBuilding(path string, o settings) (*mmapfile.File, error) {
+	for range flock.ClaimAttempts {
+		file, err := mmapfile.Open(buildingPrefix(path)+rand.Text(), os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
+		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+			// Name the path the caller gave, not the one built beside it.
+			return nil, &fs.PathError{Op: "create", Path: path, Err: pathErr.Err}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if file.Claim() {
+			return file, nil
+		}
+		_ = file.Close()
+	}
+	return nil, fmt.Errorf("%w: %s: other processes creating it removed %d files made beside it", ErrLocked, path, flock.ClaimAttempts)
 }
 
 // buildingPrefix starts the name of a file being made for path, in path's

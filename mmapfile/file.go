@@ -124,6 +124,17 @@ func (f *File) Lock() error {
 	return nil
 }
 
+// Claim takes the lock as Lock does, for a file its caller has just made
+// under a new name beside a final one, and reports whether the name is
+// still the file's: another process may have removed the file in the
+// instant before the lock (see flock.Claim). Where the file cannot be
+// locked it is claimed unlocked, and Lock says why.
+func (f *File) Claim() bool {
+	claimed, locked, _ := flock.Claim(f.file)
+	f.locked = locked
+	return claimed
+}
+
 // Sync flushes the file's data and metadata (its size) to disk.
 func (f *File) Sync() error { return f.file.Sync() }
 

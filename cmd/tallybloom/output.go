@@ -72,10 +72,7 @@ func createOutput(path, source string) (*output, error) {
 // The file is locked until it is renamed (see internal/flock), so that a
 // later output to the same name removes the files that commands killed
 // outright (SIGKILL, a crash) left beside it, and leaves those of commands
-// still writing. It is locked just after it is made: an output to the same
-// name that starts in that instant can take it for a dead command's and
-// remove it, and the command whose file went then fails at its rename,
-// leaving the name to the other.
+// still writing.
 func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, error) {
 	o := &output{path: path, final: target, signals: make(chan os.Signal, 1)}
 	// Signals are watched before the file exists, and the file is made
@@ -88,29 +85,49 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 	dir, base := filepath.Split(target)
 	prefix := filepath.Join(dir, "."+base+".writing-")
 	flock.RemoveUnlocked(prefix)
-	name := prefix + rand.Text()
-	file, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	file, locked, err := makeBeside(prefix, perm)
 	if err != nil {
 		o.endLocked()
-		var pathErr *fs.PathError
-		if errors.As(err, &pathErr) {
-			err = pathErr.Err // the error is of path, not of the name beside it
-		}
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	// Where the file cannot be locked it is written all the same: a later
-	// output cannot lock it either, and so leaves it.
-	o.file, o.locked = file, flock.Lock(file) == nil
+	o.file, o.locked = file, locked
 	if keep {
 		// The umask may have taken bits the replaced file's mode had.
 		if err := file.Chmod(perm); err != nil {
 			o.endLocked()
 			file.Close()
-			os.Remove(name)
+			os.Remove(file.Name())
 			return nil, err
 		}
 	}
 	return o, nil
+}
+
+// openBeside makes the files outputs write beside their names. Tests
+// replace it to act in the instant after a file is made.
+var openBeside = os.OpenFile
+
+// makeBeside makes a file named prefix and random letters, with mode perm,
+// and locks it. Another output to the same name may remove the file in the
+// instant before its lock (see flock.Claim); makeBeside then makes another.
+// Where the file cannot be locked it is written all the same: a later
+// output cannot lock it either, and so leaves it.
+func makeBeside(prefix string, perm fs.FileMode) (file *os.File, locked bool, err error) {
+	for range flock.ClaimAttempts {
+		file, err := openBeside(prefix+rand.Text(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				err = pathErr.Err // the error is of the output's name, not of the one beside it
+			}
+			return nil, false, err
+		}
+		if claimed, locked, _ := flock.Claim(file); claimed {
+			return file, locked, nil
+		}
+		file.Close()
+	}
+	return nil, false, fmt.Errorf("%w: other commands writing the same name removed %d files made beside it", engine.ErrLocked, flock.ClaimAttempts)
 }
 
 // removeOnSignal waits for a signal to interrupt the command and, unless

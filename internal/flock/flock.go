@@ -1,6 +1,7 @@
 package flock
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,33 @@ func Lock(file *os.File) error { return lock(file) }
 
 // Unlock releases the lock Lock took.
 func Unlock(file *os.File) error { return unlock(file) }
+
+// Claim locks file, which its caller has just made under a new name beside
+// a final one, and reports whether the name is still the file's. In the
+// instant between the making and the lock, another process's
+// RemoveUnlocked can take the file for one a dead process left and remove
+// it: Claim then finds the lock held (that process is removing the file)
+// or the file without a name, and reports false, and the caller closes it
+// and makes another. locked reports whether the lock is held: where files
+// cannot be locked (Claim's error) nothing removes them, and the file is
+// claimed unlocked.
+func Claim(file *os.File) (claimed, locked bool, err error) {
+	switch err := lock(file); {
+	case errors.Is(err, ErrHeld):
+		return false, false, nil
+	case err != nil:
+		return true, false, err
+	}
+	if named(file) {
+		return true, true, nil
+	}
+	return false, false, unlock(file)
+}
+
+// ClaimAttempts is how many files a caller makes before it gives up when
+// every one is taken (see Claim): each needs another process cleaning up
+// in its instant, so more than one is already rare.
+const ClaimAttempts = 8
 
 // RemoveUnlocked removes the regular files in prefix's directory whose
 // paths start with prefix and whose lock no process holds: files that

@@ -14,3 +14,6 @@ func lock(*os.File) error {
 }
 
 func unlock(*os.File) error { return nil }
+
+// named is never asked where files cannot be locked.
+func named(*os.File) bool { return true }

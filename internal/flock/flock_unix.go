@@ -5,6 +5,7 @@ package flock
 import (
 	"errors"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,4 +26,16 @@ func unlock(file *os.File) error {
 		return &os.PathError{Op: "flock", Path: file.Name(), Err: err}
 	}
 	return nil
+}
+
+// named reports whether file still has a name: RemoveUnlocked in another
+// process may have removed it. A file whose links cannot be counted is
+// taken to have one.
+func named(file *os.File) bool {
+	info, err := file.Stat()
+	if err != nil {
+		return true
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return !ok || st.Nlink > 0
 }
