@@ -11,5 +11,8 @@
 // "short" (1M, and 64M-key filters filled with 8M keys: under five minutes
 // on two cores) or "full" (1M and 64M, filled). At 64M a benchmark cycles
 // through 4M keys, so that the lines it touches are far more than any
-// cache holds; at the smaller sizes through 65 536.
+// cache holds; at the smaller sizes through 65 536. ContainsSideBySide
+// times 64M lookups in blocks that alternate between each tallybloom way
+// and bits-and-blooms, so that both meet the same moments of a shared
+// machine.
 package bench

@@ -222,6 +222,6 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 
 	delete(rows, "ContainsSideBySide/64M/tallybloom")
 	delete(rows, "ContainsSideBySide/64M/tallybloom-large")
-	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "side by side",
+	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "### Contains at 64M, side by side",
 		"nothing measured, nothing said")
 }
