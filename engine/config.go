@@ -137,9 +137,13 @@ type Options struct {
 	// for them (Linux, with transparent huge pages "madvise" or "always",
 	// on a file system with large page-cache pages: ext4 from 6.16, XFS).
 	// A lookup in a filter far larger than the cache then costs its cache
-	// miss without a TLB miss on top. Today's kernels make a 2 MiB page
-	// where a change stores first, and map large the pages already held
-	// large in the page cache; a range first read stays in 4 KiB pages.
+	// miss without a TLB miss on top: a page walk the lookup waits for,
+	// which costs most where the process's other work between lookups
+	// takes the page tables' lines out of the cache (bench/RESULTS.md
+	// times lookups side by side with another filter's). Today's kernels
+	// make a 2 MiB page where a change stores first, and map large the
+	// pages already held large in the page cache; a range first read stays
+	// in 4 KiB pages.
 	//
 	// The costs: the first store into an untouched 2 MiB range allocates
 	// and zeroes all of it (about a millisecond, once), and Flush writes a
