@@ -26,17 +26,13 @@ var sizesFlag = flag.String("sizes", "ci", `filter sizes: "ci" (tiny), "short" o
 // empty filter; into the others, from the filled one. A cached size's
 // filters fit the last-level cache and not the caches below it, so their
 // times move with what other tenants of the machine do to that cache; its
-// benchmarks measure the cache after their timing (reportCache). A walked
-// size's filters are far larger than the cache, but the page-table entries
-// that map them with 4 KiB pages are not: a lookup that misses the TLB
-// walks them, and finds them in the cache unless other tenants took it, so
-// its lookups measure the cache too. probes is how many keys a benchmark
-// at the size cycles through.
+// benchmarks measure the cache after their timing (reportCache). probes is
+// how many keys a benchmark at the size cycles through.
 type size struct {
-	label                 string
-	capacity, fill        uint64
-	fresh, cached, walked bool
-	probes                int
+	label          string
+	capacity, fill uint64
+	fresh, cached  bool
+	probes         int
 }
 
 func sizes(b *testing.B) []size {
@@ -44,17 +40,17 @@ func sizes(b *testing.B) []size {
 	case "ci":
 		return []size{
 			{label: "1M", capacity: 20_000, fill: 20_000, fresh: true, cached: true, probes: probeKeys},
-			{label: "64M", capacity: 100_000, fill: 100_000, walked: true, probes: probeKeys},
+			{label: "64M", capacity: 100_000, fill: 100_000, probes: probeKeys},
 		}
 	case "short":
 		return []size{
 			{label: "1M", capacity: 1_000_000, fill: 1_000_000, fresh: true, cached: true, probes: probeKeys},
-			{label: "64M", capacity: 64_000_000, fill: 8_000_000, walked: true, probes: farProbeKeys},
+			{label: "64M", capacity: 64_000_000, fill: 8_000_000, probes: farProbeKeys},
 		}
 	case "full":
 		return []size{
 			{label: "1M", capacity: 1_000_000, fill: 1_000_000, fresh: true, cached: true, probes: probeKeys},
-			{label: "64M", capacity: 64_000_000, fill: 64_000_000, walked: true, probes: farProbeKeys},
+			{label: "64M", capacity: 64_000_000, fill: 64_000_000, probes: farProbeKeys},
 		}
 	}
 	b.Fatalf("unknown -sizes %q", *sizesFlag)
@@ -255,7 +251,7 @@ func BenchmarkContains(b *testing.B) {
 					}
 					b.ReportMetric(float64(subject.Bytes())*8/float64(s.capacity), "bits/key")
 					b.ReportMetric(FalsePositiveRate(subject, nonMembers[:probeKeys]), "fpr")
-					if s.cached || s.walked {
+					if s.cached {
 						reportCache(b)
 					}
 				})
@@ -299,7 +295,6 @@ func BenchmarkContainsSideBySide(b *testing.B) {
 			lookups := float64(b.N * sideBlock)
 			b.ReportMetric(float64(took[0].Nanoseconds())/lookups, "tally-ns")
 			b.ReportMetric(float64(took[1].Nanoseconds())/lookups, "peer-ns")
-			reportCache(b)
 		})
 	}
 }

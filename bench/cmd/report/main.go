@@ -305,7 +305,7 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 
 	fmt.Fprintf(&b, "## Targets\n\n")
 	fmt.Fprintf(&b, "tallybloom runs four ways: by default (a chain whose first sub-filter is built for 0.1%%, so that any number of sub-filters stays under 1%%), fixed (one sub-filter for the whole 1%%, the guarantee the plain filters give), by default with `Options.LargePages`, and fixed with `Config.CountersOnly`. All but the last keep presence bits, one bit a counter that lookups read instead of the counters, which take a quarter more memory; with counters only, lookups read the counters. Each target is shown for the ways it concerns.\n\n")
-	fmt.Fprintf(&b, "A ratio is the median over the runs of run i of tallybloom against run i of its peer; the range beside it is the smallest and largest of those ratios, which shows how far this shared machine moves a ratio between runs. A target is judged on the median. Where other tenants of the machine held the last-level cache in some runs of a filter it would otherwise hold, or at 64M of one whose page-table entries it would (see Machine), the range says in how many: those runs measure the neighbours as much as the filters.\n\n")
+	fmt.Fprintf(&b, "A ratio is the median over the runs of run i of tallybloom against run i of its peer; the range beside it is the smallest and largest of those ratios, which shows how far this shared machine moves a ratio between runs. A target is judged on the median. Where other tenants of the machine held the last-level cache in some runs of a filter it would otherwise hold (see Machine), the range says in how many: those runs measure the neighbours as much as the filters.\n\n")
 	fmt.Fprintf(&b, "| target | tallybloom | measured | over the runs | limit | |\n| --- | --- | --- | --- | --- | --- |\n")
 	var missed []target
 	for _, t := range targets(r, cacheBusy(r, h.llc)) {
@@ -371,7 +371,7 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 	}
 	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
 		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
-	b.WriteString(sideBySide(r, cacheBusy(r, h.llc)))
+	b.WriteString(sideBySide(r))
 	fmt.Fprintf(&b, "\n## Everything else\n\n")
 	fmt.Fprintf(&b, "TestAndAdd is of keys the filter holds, a lookup that hits; TestAndAddNew of keys it has not seen, a lookup that misses and then an add. BoomFilters' counting filter is the only peer that removes. A ratio is to the row of bits-and-blooms with the same workload and size, where there is one.\n\n")
 	fmt.Fprintf(&b, "| benchmark | ns/op | vs bits-and-blooms | allocs/op | other |\n| --- | --- | --- | --- | --- |\n")
@@ -398,7 +398,7 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 // sideBySide is the section on BenchmarkContainsSideBySide: each way's
 // lookup at 64M timed in blocks that alternate with bits-and-blooms', beside
 // the ratio of the two measured one after the other, which the targets use.
-func sideBySide(r map[string]result, busy float64) string {
+func sideBySide(r map[string]result) string {
 	var rows strings.Builder
 	for _, lib := range []string{"tallybloom", "tallybloom-fixed", "tallybloom-large", "tallybloom-counters"} {
 		name := "ContainsSideBySide/64M/" + lib
@@ -406,13 +406,9 @@ func sideBySide(r map[string]result, busy float64) string {
 			continue
 		}
 		alternating := pair(values(r, name, "tally-ns"), values(r, name, "peer-ns"))
-		held := ""
-		if n := heldRuns(r, busy, name); n > 0 {
-			held = fmt.Sprintf(", cache held in %d of %d", n, alternating.runs)
-		}
 		alone := pair(values(r, "Contains/64M/"+lib+"/member", "ns/op"), values(r, "Contains/64M/bits-and-blooms/member", "ns/op"))
-		fmt.Fprintf(&rows, "| %s | %.1f | %.1f | %.2fx | %.2f-%.2fx%s | %s |\n", lib, get(r, name, "tally-ns"), get(r, name, "peer-ns"),
-			alternating.median, alternating.lo, alternating.hi, held, optional(alone.median, "%.2fx"))
+		fmt.Fprintf(&rows, "| %s | %.1f | %.1f | %.2fx | %.2f-%.2fx | %.2fx |\n", lib, get(r, name, "tally-ns"), get(r, name, "peer-ns"),
+			alternating.median, alternating.lo, alternating.hi, alone.median)
 	}
 	if rows.Len() == 0 {
 		return ""
@@ -571,7 +567,7 @@ func cacheNote(r map[string]result, llc int64) string {
 		count(res["cache-ns"])
 	}
 	if held > 0 {
-		fmt.Fprintf(&b, " In %d of the %d times the run measured it (the memory latency rows, and after every run of a benchmark whose filter the cache would hold, or at 64M the page-table entries of a filter with 4 KiB pages), a load within 8 MiB took more than %.0f%% of a load from memory: other tenants of this machine held the shared cache then, and the targets say in how many of their runs.",
+		fmt.Fprintf(&b, " In %d of the %d times the run measured it (the memory latency rows, and after every run of a benchmark whose filter the cache would hold), a load within 8 MiB took more than %.0f%% of a load from memory: other tenants of this machine held the shared cache then, and the targets say in how many of their runs.",
 			held, probes, busyCache*100)
 	}
 	return b.String()

@@ -225,21 +225,3 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "### Contains at 64M, side by side",
 		"nothing measured, nothing said")
 }
-
-// At 64M a filter is far larger than the cache, but with 4 KiB pages its
-// page-table entries are not, and a lookup waits for their walk: its runs
-// say when other tenants held the cache too, alone and side by side.
-func TestBigLookupsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
-	rows := map[string]map[string][]float64{
-		"MemoryLatency/MiB=8":                     {"ns/op": {24, 25, 26}},
-		"MemoryLatency/MiB=64":                    {"ns/op": {160, 160, 160}},
-		"Contains/64M/tallybloom/member":          {"ns/op": {190, 230, 190}, "cache-ns": {25, 120, 30}},
-		"Contains/64M/bits-and-blooms/member":     {"ns/op": {250, 250, 250}, "cache-ns": {25, 25, 25}},
-		"ContainsSideBySide/64M/tallybloom":       {"ns/op": {9e5, 9e5, 9e5}, "tally-ns": {230, 230, 230}, "peer-ns": {250, 250, 250}, "cache-ns": {90, 25, 100}},
-		"ContainsSideBySide/64M/tallybloom-large": {"ns/op": {8e5, 8e5, 8e5}, "tally-ns": {180, 180, 180}, "peer-ns": {250, 250, 250}, "cache-ns": {25, 25, 25}},
-	}
-	report := write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg")
-	require.Contains(t, report, "| Contains, 64M, vs bits-and-blooms Test | "+asDefault+" | 0.76x | 0.76-0.92x, cache held in 1 of 3 | at most 0.7x | **missed** |")
-	require.Contains(t, report, "| tallybloom | 230.0 | 250.0 | 0.92x | 0.92-0.92x, cache held in 2 of 3 | 0.76x |")
-	require.Contains(t, report, "| tallybloom-large | 180.0 | 250.0 | 0.72x | 0.72-0.72x |  |", "quiet runs say nothing")
-}
