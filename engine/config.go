@@ -143,7 +143,8 @@ type Options struct {
 	// times lookups side by side with another filter's). Today's kernels
 	// make a 2 MiB page where a change stores first, and map large the
 	// pages already held large in the page cache; a range first read stays
-	// in 4 KiB pages.
+	// in 4 KiB pages. Filter.LargePageBytes says how much of a filter the
+	// kernel did map large.
 	//
 	// The costs: the first store into an untouched 2 MiB range allocates
 	// and zeroes all of it (about a millisecond, once), and Flush writes a

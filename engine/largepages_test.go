@@ -63,7 +63,12 @@ func TestLargePagesAreUsed(t *testing.T) {
 		touch(counters.counters)
 		large, err := counters.region.LargeBytes()
 		require.NoError(t, err)
+		reported, err := f.LargePageBytes()
+		require.NoError(t, err)
+		assert.Equal(t, uint64(large), reported, "the filter says what its mappings hold")
 		require.NoError(t, f.Close())
+		_, err = f.LargePageBytes()
+		assert.ErrorIs(t, err, ErrClosed)
 		if want && !platformMapsLarge(t) {
 			t.Skip("this platform keeps file pages small")
 		}

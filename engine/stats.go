@@ -147,6 +147,37 @@ func (s SubFilterStats) geometry() counting.Geometry {
 	return counting.Geometry{Blocks: s.Blocks, K: s.K, Flat: s.Flat}
 }
 
+// LargePageBytes is how much of the filter's counters and presence bits
+// the kernel maps with 2 MiB pages in this process right now: with
+// Options.LargePages, how much of the filter the kernel and the file
+// system gave large pages. It is 0 without LargePages and on platforms
+// other than Linux. Pages are made large as changes first store into them,
+// so a filter only read since it was opened may have none (see
+// Options.LargePages). A check, not a hot path: it reads /proc/self/smaps
+// once for each sub-filter.
+func (f *Filter) LargePageBytes() (uint64, error) {
+	if !f.current() {
+		return 0, ErrClosed
+	}
+	if !f.readOnly {
+		// The writer's sub-filters change only under its lock.
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.closed.Load() {
+			return 0, ErrClosed
+		}
+	}
+	var large uint64
+	for _, sub := range f.chain.SubFilters() {
+		n, err := spaceOf(sub).region.LargeBytes()
+		if err != nil {
+			return 0, err
+		}
+		large += uint64(n)
+	}
+	return large, nil
+}
+
 // Path is the path the filter was opened with.
 func (f *Filter) Path() string { return f.path }
 
