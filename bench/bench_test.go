@@ -251,6 +251,9 @@ func BenchmarkContains(b *testing.B) {
 					}
 					b.ReportMetric(float64(subject.Bytes())*8/float64(s.capacity), "bits/key")
 					b.ReportMetric(FalsePositiveRate(subject, nonMembers[:probeKeys]), "fpr")
+					if t, ok := subject.(*tally); ok && lib == TallybloomLarge {
+						reportLargePages(b, t.f)
+					}
 					if s.cached {
 						reportCache(b)
 					}
@@ -868,6 +871,18 @@ func reportCache(b *testing.B) {
 }
 
 var sink uint32
+
+// reportLargePages reports the share of f's counters and presence bits the
+// kernel maps with 2 MiB pages (large-share): whether Options.LargePages
+// took on this machine, which decides what its rows measure.
+func reportLargePages(b *testing.B, f *engine.Filter) {
+	large, err := f.LargePageBytes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := f.Stats()
+	b.ReportMetric(float64(large)/float64(st.CounterBytes+st.PresenceBytes), "large-share")
+}
 
 // BenchmarkMemoryParallel loads sixteen random lines of a buffer far larger
 // than the cache per op, every address known in advance: ns/load is what

@@ -301,6 +301,9 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 	if note := cacheNote(r, h.llc); note != "" {
 		fmt.Fprintf(&b, " %s", note)
 	}
+	if note := largePagesNote(r); note != "" {
+		fmt.Fprintf(&b, " %s", note)
+	}
 	fmt.Fprintf(&b, "\n\n")
 
 	fmt.Fprintf(&b, "## Targets\n\n")
@@ -531,6 +534,18 @@ func heldRuns(r map[string]result, busy float64, names ...string) int {
 		}
 	}
 	return held
+}
+
+// largePagesNote says how much of the 64M filter with LargePages the
+// kernel mapped with 2 MiB pages: where it mapped little, the LargePages
+// rows measure 4 KiB pages.
+func largePagesNote(r map[string]result) string {
+	shares := values(r, "Contains/64M/tallybloom-large/member", "large-share")
+	if len(shares) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("With `LargePages` the kernel mapped %.0f%% of the 64M filter's counters and presence bits with 2 MiB pages (%.0f-%.0f%% over the runs).",
+		100*median(shares), 100*slices.Min(shares), 100*slices.Max(shares))
 }
 
 // cacheNote gives the memory latency the run measured and says how often

@@ -225,3 +225,18 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "### Contains at 64M, side by side",
 		"nothing measured, nothing said")
 }
+
+// Whether LargePages took decides what its rows measure: the Machine
+// section says how much of the 64M filter the kernel mapped large.
+func TestReportSaysHowMuchTheKernelMappedLarge(t *testing.T) {
+	rows := map[string]map[string][]float64{
+		"Contains/64M/tallybloom-large/member": {"ns/op": {180, 190, 250}, "large-share": {0.996, 0.99, 0.2}},
+	}
+	report := write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	machine, _, _ := strings.Cut(report, "## Targets")
+	require.Contains(t, machine, "the kernel mapped 99% of the 64M filter's counters and presence bits with 2 MiB pages (20-100% over the runs)")
+
+	delete(rows, "Contains/64M/tallybloom-large/member")
+	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "2 MiB pages (",
+		"nothing measured, nothing said")
+}
