@@ -112,7 +112,7 @@ var openBeside = os.OpenFile
 // instant before its lock (see flock.Claim); makeBeside then makes another.
 // Where the file cannot be locked it is written all the same: a later
 // output cannot lock it either, and so leaves it.
-func makeBeside(prefix string, perm fs.FileMode) (file *os.File, locked bool, err error) {
+func makeBeside(prefix string, perm fs.FileMode) (*os.File, bool, error) {
 	for range flock.ClaimAttempts {
 		file, err := openBeside(prefix+rand.Text(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if err != nil {
