@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -156,8 +155,14 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	// are unlocked; one another process is still making is locked, and
 	// stays.
 	flock.RemoveUnlocked(buildingPrefix(path))
-	file, err := makeBuilding(path, o)
-	if err != nil {
+	file, err := mmapfile.Make(buildingPrefix(path), o.FileMode, o.OpenFile)
+	switch pathErr := (*fs.PathError)(nil); {
+	case errors.As(err, &pathErr):
+		// Name the path the caller gave, not the one built beside it.
+		return nil, &fs.PathError{Op: "create", Path: path, Err: pathErr.Err}
+	case errors.Is(err, flock.ErrTaken):
+		return nil, fmt.Errorf("%w: %s: %w", ErrLocked, path, err)
+	case err != nil:
 		return nil, err
 	}
 	building := file.Path()
@@ -176,28 +181,6 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		return nil, err
 	}
 	return f, dirsync.Of(path)
-}
-
-// makeBuilding makes the file a filter for path is built in, beside path,
-// and locks it. Another process creating path may remove the file in the
-// instant before its lock (see flock.Claim); makeBuilding then makes
-// another.
-func makeBuilding(path string, o settings) (*mmapfile.File, error) {
-	for range flock.ClaimAttempts {
-		file, err := mmapfile.Open(buildingPrefix(path)+rand.Text(), os.O_RDWR|os.O_CREATE|os.O_EXCL, o.FileMode, o.OpenFile)
-		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
-			// Name the path the caller gave, not the one built beside it.
-			return nil, &fs.PathError{Op: "create", Path: path, Err: pathErr.Err}
-		}
-		if err != nil {
-			return nil, err
-		}
-		if file.Claim() {
-			return file, nil
-		}
-		_ = file.Close()
-	}
-	return nil, fmt.Errorf("%w: %s: other processes creating it removed %d files made beside it", ErrLocked, path, flock.ClaimAttempts)
 }
 
 // buildingPrefix starts the name of a file being made for path, in path's

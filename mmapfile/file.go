@@ -39,6 +39,24 @@ func Open(path string, flag int, perm fs.FileMode, open OpenFunc) (*File, error)
 	return &File{file: file, path: path, writable: flag&os.O_RDWR != 0}, nil
 }
 
+// Make makes a new file for writing, named prefix and random letters,
+// through open (os.OpenFile when nil) with mode perm, and locks it as Lock
+// does, making another where a process cleaning up removed it before its
+// lock (see flock.Make). Where files cannot be locked it is left unlocked,
+// and Lock says why.
+func Make(prefix string, perm fs.FileMode, open OpenFunc) (*File, error) {
+	if open == nil {
+		open = os.OpenFile
+	}
+	file, locked, err := flock.Make(prefix, func(name string) (*os.File, error) {
+		return open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &File{file: file, path: file.Name(), writable: true, locked: locked}, nil
+}
+
 // Path is the path the file was opened with.
 func (f *File) Path() string { return f.path }
 
@@ -122,17 +140,6 @@ func (f *File) Lock() error {
 	}
 	f.locked = true
 	return nil
-}
-
-// Claim takes the lock as Lock does, for a file its caller has just made
-// under a new name beside a final one, and reports whether the name is
-// still the file's: another process may have removed the file in the
-// instant before the lock (see flock.Claim). Where the file cannot be
-// locked it is claimed unlocked, and Lock says why.
-func (f *File) Claim() bool {
-	claimed, locked, _ := flock.Claim(f.file)
-	f.locked = locked
-	return claimed
 }
 
 // Sync flushes the file's data and metadata (its size) to disk.

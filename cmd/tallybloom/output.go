@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -108,26 +107,21 @@ func createBeside(path, target string, perm fs.FileMode, keep bool) (*output, er
 var openBeside = os.OpenFile
 
 // makeBeside makes a file named prefix and random letters, with mode perm,
-// and locks it. Another output to the same name may remove the file in the
-// instant before its lock (see flock.Claim); makeBeside then makes another.
-// Where the file cannot be locked it is written all the same: a later
-// output cannot lock it either, and so leaves it.
+// and locks it (see flock.Make). Where the file cannot be locked it is
+// written all the same: a later output cannot lock it either, and so
+// leaves it.
 func makeBeside(prefix string, perm fs.FileMode) (*os.File, bool, error) {
-	for range flock.ClaimAttempts {
-		file, err := openBeside(prefix+rand.Text(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if err != nil {
-			var pathErr *fs.PathError
-			if errors.As(err, &pathErr) {
-				err = pathErr.Err // the error is of the output's name, not of the one beside it
-			}
-			return nil, false, err
-		}
-		if claimed, locked, _ := flock.Claim(file); claimed {
-			return file, locked, nil
-		}
-		file.Close()
+	file, locked, err := flock.Make(prefix, func(name string) (*os.File, error) {
+		return openBeside(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	})
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		err = pathErr.Err // the error is of the output's name, not of the one beside it
+	case errors.Is(err, flock.ErrTaken):
+		err = fmt.Errorf("%w: other commands writing the same name: %w", engine.ErrLocked, err)
 	}
-	return nil, false, fmt.Errorf("%w: other commands writing the same name removed %d files made beside it", engine.ErrLocked, flock.ClaimAttempts)
+	return file, locked, err
 }
 
 // removeOnSignal waits for a signal to interrupt the command and, unless

@@ -1,7 +1,9 @@
 package flock
 
 import (
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,16 +16,34 @@ func Lock(file *os.File) error { return lock(file) }
 // Unlock releases the lock Lock took.
 func Unlock(file *os.File) error { return unlock(file) }
 
-// Claim locks file, which its caller has just made under a new name beside
-// a final one, and reports whether the name is still the file's. In the
-// instant between the making and the lock, another process's
-// RemoveUnlocked can take the file for one a dead process left and remove
-// it: Claim then finds the lock held (that process is removing the file)
-// or the file without a name, and reports false, and the caller closes it
-// and makes another. locked reports whether the lock is held: where files
-// cannot be locked (Claim's error) nothing removes them, and the file is
-// claimed unlocked.
-func Claim(file *os.File) (claimed, locked bool, err error) {
+// Make makes a file named prefix and random letters with open, which must
+// create it exclusively (os.O_EXCL), and locks it. In the instant between
+// the making and the lock, another process's RemoveUnlocked can take the
+// file for one a dead process left and remove it; Make then makes another,
+// up to ClaimAttempts, and after that fails with ErrTaken. An error of
+// open's is returned as it is. The bool reports whether the file is
+// locked: where files cannot be locked nothing removes them, and the file
+// is returned unlocked.
+func Make(prefix string, open func(name string) (*os.File, error)) (*os.File, bool, error) {
+	for range ClaimAttempts {
+		file, err := open(prefix + rand.Text())
+		if err != nil {
+			return nil, false, err
+		}
+		if claimed, locked, _ := claim(file); claimed {
+			return file, locked, nil
+		}
+		_ = file.Close()
+	}
+	return nil, false, fmt.Errorf("%w: %d files in a row", ErrTaken, ClaimAttempts)
+}
+
+// claim locks file, just made under a new name, and reports whether the
+// name is still the file's: false when it finds the lock held (another
+// process's RemoveUnlocked is removing the file) or the file without a
+// name (it was removed). Where files cannot be locked (claim's error) the
+// file is claimed unlocked.
+func claim(file *os.File) (claimed, locked bool, err error) {
 	switch err := lock(file); {
 	case errors.Is(err, ErrHeld):
 		return false, false, nil
@@ -36,9 +56,9 @@ func Claim(file *os.File) (claimed, locked bool, err error) {
 	return false, false, unlock(file)
 }
 
-// ClaimAttempts is how many files a caller makes before it gives up when
-// every one is taken (see Claim): each needs another process cleaning up
-// in its instant, so more than one is already rare.
+// ClaimAttempts is how many files Make makes before it gives up when every
+// one is taken: each needs another process cleaning up in its instant, so
+// more than one is already rare.
 const ClaimAttempts = 8
 
 // RemoveUnlocked removes the regular files in prefix's directory whose

@@ -59,7 +59,7 @@ func TestRemoveUnlockedRemovesOnlyWhatTheDeadLeft(t *testing.T) {
 }
 
 // A file is made, then locked: in the instant between, another process's
-// RemoveUnlocked may take it for a dead one's. Claim tells its maker.
+// RemoveUnlocked may take it for a dead one's. claim tells its maker.
 func TestClaimSaysWhetherTheFileWasTakenBeforeItsLock(t *testing.T) {
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, ".f.writing-")
@@ -71,7 +71,7 @@ func TestClaimSaysWhetherTheFileWasTakenBeforeItsLock(t *testing.T) {
 	}
 
 	mine := create("mine")
-	claimed, locked, err := Claim(mine)
+	claimed, locked, err := claim(mine)
 	require.NoError(t, err)
 	require.True(t, claimed && locked)
 	RemoveUnlocked(prefix)
@@ -79,7 +79,7 @@ func TestClaimSaysWhetherTheFileWasTakenBeforeItsLock(t *testing.T) {
 
 	removed := create("removed")
 	RemoveUnlocked(prefix) // before the maker locked it
-	claimed, locked, err = Claim(removed)
+	claimed, locked, err = claim(removed)
 	require.NoError(t, err)
 	require.False(t, claimed || locked, "its name is gone: the lock alone would not show it")
 
@@ -88,7 +88,7 @@ func TestClaimSaysWhetherTheFileWasTakenBeforeItsLock(t *testing.T) {
 	require.NoError(t, err)
 	defer cleaner.Close()
 	require.NoError(t, Lock(cleaner))
-	claimed, locked, err = Claim(held)
+	claimed, locked, err = claim(held)
 	require.NoError(t, err)
 	require.False(t, claimed || locked)
 }
