@@ -133,21 +133,24 @@ type Options struct {
 	// reader process needs no write permission.
 	FileMode fs.FileMode
 
-	// LargePages maps the counters so that the kernel can use 2 MiB pages
-	// for them (Linux, with transparent huge pages "madvise" or "always",
-	// on a file system with large page-cache pages: ext4 from 6.16, XFS).
-	// A lookup in a filter far larger than the cache then costs its cache
-	// miss without a TLB miss on top: a page walk the lookup waits for,
-	// which costs most where the process's other work between lookups
-	// takes the page tables' lines out of the cache (bench/RESULTS.md
-	// times lookups side by side with another filter's). Today's kernels
-	// make a 2 MiB page where a change stores first, and map large the
-	// pages already held large in the page cache; a range first read stays
-	// in 4 KiB pages. Filter.LargePageBytes says how much of a filter the
-	// kernel did map large.
+	// LargePages maps the counters and presence bits so that the kernel
+	// can use 2 MiB pages for them (Linux, with transparent huge pages
+	// "madvise" or "always", on a file system with large page-cache pages:
+	// ext4 from 6.16, XFS). A lookup in a filter far larger than the cache
+	// then costs its cache miss without a TLB miss on top: a page walk the
+	// lookup waits for, which costs most where the process's other work
+	// between lookups takes the page tables' lines out of the cache
+	// (bench/RESULTS.md times lookups side by side with another filter's).
+	// The kernel makes a 2 MiB page of a range it brings into the page
+	// cache through such a mapping, by a lookup's load as by a change's
+	// store, in a writer and in a read-only process alike; a range the page
+	// cache already holds in 4 KiB pages, because a process without
+	// LargePages read or wrote it since it was last brought in, stays in
+	// them while it stays cached. Filter.LargePageBytes says how much of a
+	// filter the kernel did map large.
 	//
-	// The costs: the first store into an untouched 2 MiB range allocates
-	// and zeroes all of it (about a millisecond, once), and Flush writes a
+	// The costs: the first touch of an untouched 2 MiB range reads or
+	// zeroes all of it (about a millisecond, once), and Flush writes a
 	// changed page back whole, so a Flush after a few scattered changes
 	// writes up to 2 MiB for each of them where 4 KiB pages write 4 KiB.
 	// Worth it for large filters read far more often than flushed. The

@@ -77,16 +77,20 @@ func TestLargePagesAreUsed(t *testing.T) {
 }
 
 // touch stores to every page of b without changing it, as a change's first
-// store does: a page first touched by a store is made large, while one
-// first touched by a load stays small on Linux today.
+// store does.
 func touch(b []byte) {
 	for i := 0; i < len(b); i += PageSize {
 		atomic.AddUint32((*uint32)(unsafe.Pointer(&b[i])), 0)
 	}
 }
 
-// platformMapsLarge reports whether mmapfile gets large pages here at all.
-func platformMapsLarge(t *testing.T) bool {
+// platformMapsLarge reports whether mmapfile gets large pages here at all,
+// for a file whose pages are first touched by stores.
+func platformMapsLarge(t *testing.T) bool { return probeLarge(t, touch) }
+
+// probeLarge reports whether a large mapping of a new file gets large pages
+// here when first is what first touches its pages.
+func probeLarge(t *testing.T, first func([]byte)) bool {
 	file, err := mmapfile.Open(tempPath(t)+".probe", os.O_RDWR|os.O_CREATE, 0o644, nil)
 	require.NoError(t, err)
 	defer file.Close()
@@ -94,8 +98,38 @@ func platformMapsLarge(t *testing.T) bool {
 	r, err := file.MapLarge(0, 8<<20)
 	require.NoError(t, err)
 	defer r.Unmap()
-	touch(r.Bytes())
+	first(r.Bytes())
 	large, err := r.LargeBytes()
 	require.NoError(t, err)
 	return large > 0
+}
+
+// load reads every page of b, as lookups do.
+func load(b []byte) {
+	for i := 0; i < len(b); i += PageSize {
+		atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[i])))
+	}
+}
+
+// Lookups alone get large pages: a service that only reads its filter, or
+// a read-only process, gains them as a writer does, where the kernel
+// brings the pages in through the filter's mapping.
+func TestLookupsAloneGetLargePages(t *testing.T) {
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 5}, &Options{LargePages: true})
+	require.NoError(t, err)
+	defer f.Close()
+	reader, err := Open(path, &Options{ReadOnly: true, LargePages: true})
+	require.NoError(t, err)
+	defer reader.Close()
+	for i := range uint64(200_000) {
+		require.False(t, reader.Contains(key(i)), "an empty filter holds no key")
+	}
+	large, err := reader.LargePageBytes()
+	require.NoError(t, err)
+	if !probeLarge(t, load) {
+		t.Skip("this platform keeps pages first loaded small")
+	}
+	presence := spaceOf(reader.chain.SubFilters()[0]).presence
+	assert.Positive(t, large, "lookups over %d bytes of presence bits", len(presence))
 }
