@@ -6,11 +6,15 @@
 //	go run ./cmd/report            # short mode, under five minutes on two cores
 //	go run ./cmd/report -full -out RESULTS-full.md -chart results-full.svg
 //	                               # 64M filters filled to 64M keys, for releases
+//
+// The mirror's benchmarks start a real redis-server, which must be on the
+// PATH.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -47,6 +51,11 @@ func run(full bool, count int, out, chart string) error {
 	if full {
 		mode = "full"
 	}
+	// The mirror's benchmarks start a real redis-server; without one they
+	// would fail minutes into the run and leave no report.
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return errNoRedis
+	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "running the %s suite (%d runs of each benchmark)...\n", mode, count)
 	// Short mode must finish in under five minutes on two cores. On a
@@ -74,6 +83,9 @@ func run(full bool, count int, out, chart string) error {
 	report := write(results, thisMachine(), mode, count, benchtime, time.Since(start), chart)
 	return os.WriteFile(out, []byte(report), 0o644)
 }
+
+// errNoRedis is run's error when redis-server is not on the PATH.
+var errNoRedis = errors.New("the mirror's benchmarks start a redis-server, which is not on the PATH: install it (on Debian, apt-get install redis-server; ../scripts/test installs it when it is missing)")
 
 // result is one benchmark's runs: every metric it reported, each run.
 type result map[string][]float64

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +240,15 @@ func TestReportSaysHowMuchTheKernelMappedLarge(t *testing.T) {
 	delete(rows, "Contains/64M/tallybloom-large/member")
 	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "2 MiB pages (",
 		"nothing measured, nothing said")
+}
+
+// Without redis-server the report says so before it runs anything, rather
+// than minutes into the run, and writes nothing.
+func TestReportWithoutRedisSaysSoAtOnce(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	out := filepath.Join(t.TempDir(), "RESULTS.md")
+	err := run(false, 1, out, filepath.Join(t.TempDir(), "results.svg"))
+	require.ErrorIs(t, err, errNoRedis)
+	require.Contains(t, err.Error(), "apt-get install redis-server")
+	require.NoFileExists(t, out)
 }
