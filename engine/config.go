@@ -155,7 +155,9 @@ type Options struct {
 	// writes up to 2 MiB for each of them where 4 KiB pages write 4 KiB.
 	// Worth it for large filters read far more often than flushed. The
 	// file's format does not change, and processes sharing a file may
-	// differ in this setting. Default false.
+	// differ in this setting, but they share its pages: a range a reader
+	// with LargePages brought in is written back whole by a writer without
+	// it too. Default false.
 	LargePages bool
 
 	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
