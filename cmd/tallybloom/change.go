@@ -58,11 +58,12 @@ Exits 1 when some key was not found (nothing changed for it).`,
 	cmd.Flags().BoolVar(&opts.withIDs, "with-ids", false, "read ID<TAB>KEY lines")
 	cmd.Flags().BoolVar(&opts.asURL, "url", false, "keys are URLs, stored in canonical form")
 	cmd.MarkFlagsMutuallyExclusive("id", "with-ids")
+	largePagesFlag(cmd)
 	return cmd
 }
 
 func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opts keyOptions) error {
-	f, err := openFilter(path, nil)
+	f, err := openFilter(path, filterOptions(cmd, false))
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 				defer closeRedis()
 				c = rc
 			} else {
-				local, closeFilter, err := openForCheck(args[0])
+				local, closeFilter, err := openForCheck(args[0], filterOptions(cmd, true))
 				if err != nil {
 					return err
 				}
@@ -113,6 +113,7 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line")
 	cmd.Flags().BoolVar(&rollup, "rollup", false, "check each URL and its parent domains and paths")
 	remote.register(cmd, false)
+	largePagesFlag(cmd)
 	return cmd
 }
 

@@ -669,3 +669,49 @@ func TestExportNeverWritesOverAFilter(t *testing.T) {
 	assert.Contains(t, errOut, filepath.Join(dir, "missing", "export"))
 	assert.NotContains(t, errOut, "exporting")
 }
+
+// A file imported in 4 KiB pages keeps them while the page cache holds it,
+// even for a service that opens it with LargePages; imported with
+// --large-pages, its pages are large for the service too.
+func TestImportWithLargePagesGivesTheServiceLargePages(t *testing.T) {
+	dir := t.TempDir()
+	source := filepath.Join(dir, "source.tb")
+	f, err := engine.Create(source, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, &engine.Options{LargePages: true})
+	require.NoError(t, err)
+	lookUp(f)
+	probe, err := f.LargePageBytes()
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	if probe == 0 {
+		t.Skip("this platform keeps file pages small")
+	}
+	export := filepath.Join(dir, "export")
+	_, errOut, code := tallybloom(t, "export", source, export)
+	require.Equal(t, 0, code, errOut)
+
+	large := map[bool]uint64{}
+	for _, flag := range []bool{false, true} {
+		path := filepath.Join(dir, fmt.Sprintf("imported-%v.tb", flag))
+		args := []string{"import", export, path}
+		if flag {
+			args = append(args, "--large-pages")
+		}
+		_, errOut, code := tallybloom(t, args...)
+		require.Equal(t, 0, code, errOut)
+		service, err := engine.Open(path, &engine.Options{ReadOnly: true, LargePages: true})
+		require.NoError(t, err)
+		lookUp(service)
+		large[flag], err = service.LargePageBytes()
+		require.NoError(t, err)
+		require.NoError(t, service.Close())
+	}
+	assert.Positive(t, large[true], "imported with --large-pages")
+	assert.Greater(t, large[true], large[false], "imported in 4 KiB pages, the file keeps them")
+}
+
+// lookUp looks up keys all over f, as a service does.
+func lookUp(f *engine.Filter) {
+	for i := range 200_000 {
+		f.Contains([]byte(fmt.Sprintf("key-%d", i)))
+	}
+}

@@ -28,7 +28,7 @@ is never written over. The copy is written beside OUT under a hidden name
 one a process killed outright left behind, the next export to OUT removes.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
+			f, err := openFilter(args[0], filterOptions(cmd, true))
 			if err != nil {
 				return err
 			}
@@ -75,6 +75,7 @@ one a process killed outright left behind, the next export to OUT removes.`,
 	}
 	cmd.Flags().BoolVar(&frozen, "frozen", false, "write a read-only 1-bit Bloom filter")
 	cmd.Flags().BoolVar(&asBase64, "base64", false, "write URL-safe base64")
+	largePagesFlag(cmd)
 	return cmd
 }
 
@@ -119,9 +120,9 @@ importing it the other way changes its layout (see create).`,
 			p := newProgress(cmd.ErrOrStderr(), "import", size)
 			var f *engine.Filter
 			if layout.chosen() {
-				f, err = engine.ImportAs(args[1], p.reader(in), layout.countersOnly, nil)
+				f, err = engine.ImportAs(args[1], p.reader(in), layout.countersOnly, filterOptions(cmd, false))
 			} else {
-				f, err = engine.Import(args[1], p.reader(in), nil)
+				f, err = engine.Import(args[1], p.reader(in), filterOptions(cmd, false))
 			}
 			if err != nil {
 				return err
@@ -136,5 +137,6 @@ importing it the other way changes its layout (see create).`,
 		},
 	}
 	layout.register(cmd)
+	largePagesFlag(cmd)
 	return cmd
 }

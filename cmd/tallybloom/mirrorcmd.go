@@ -142,7 +142,7 @@ stops. A process that owns the file ships its changes one by one instead
 			defer client.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
+			f, err := openFilter(args[0], filterOptions(cmd, true))
 			if err != nil {
 				return err
 			}
@@ -193,6 +193,7 @@ stops. A process that owns the file ships its changes one by one instead
 	remote.register(cmd, true)
 	cmd.Flags().BoolVar(&follow, "follow", false, "copy again whenever the file changes, until interrupted")
 	cmd.Flags().DurationVar(&every, "every", time.Second, "with --follow, how often to look for changes (after a failed copy, twice as long each time, up to 30s)")
+	largePagesFlag(cmd)
 	return cmd
 }
 
@@ -216,9 +217,9 @@ says otherwise.`,
 			start := time.Now()
 			var f *engine.Filter
 			if layout.chosen() {
-				f, err = mirror.RestoreAs(cmd.Context(), client, remote.name, args[0], layout.countersOnly, nil)
+				f, err = mirror.RestoreAs(cmd.Context(), client, remote.name, args[0], layout.countersOnly, filterOptions(cmd, false))
 			} else {
-				f, err = mirror.Restore(cmd.Context(), client, remote.name, args[0], nil)
+				f, err = mirror.Restore(cmd.Context(), client, remote.name, args[0], filterOptions(cmd, false))
 			}
 			if errors.Is(err, mirror.ErrNotMirrored) {
 				return fmt.Errorf("%w: %q on %s", err, remote.name, mirror.Redact(remote.url))
@@ -237,5 +238,6 @@ says otherwise.`,
 	}
 	remote.register(cmd, true)
 	layout.register(cmd)
+	largePagesFlag(cmd)
 	return cmd
 }

@@ -20,16 +20,16 @@ type checker interface {
 	ContainsString(key string) bool
 }
 
-// openForCheck opens path as whatever it holds: a filter file (read-only,
-// no lock), or a portable or frozen export, binary or base64. An export may
+// openForCheck opens path as whatever it holds: a filter file (with opts,
+// read-only: no lock), or a portable or frozen export, binary or base64. An export may
 // also come through a pipe (check <(curl …) or /dev/stdin), read once.
-func openForCheck(path string) (checker, func() error, error) {
+func openForCheck(path string, opts *engine.Options) (checker, func() error, error) {
 	data, asFilter, err := exportBytes(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	if asFilter {
-		f, err := engine.Open(path, &engine.Options{ReadOnly: true})
+		f, err := engine.Open(path, opts)
 		if err != nil {
 			return nil, nil, err
 		}
