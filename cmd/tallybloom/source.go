@@ -21,8 +21,9 @@ type checker interface {
 }
 
 // openForCheck opens path as whatever it holds: a filter file (with opts,
-// read-only: no lock), or a portable or frozen export, binary or base64. An export may
-// also come through a pipe (check <(curl …) or /dev/stdin), read once.
+// read-only: no lock), or a portable or frozen export, binary or base64.
+// An export may also come through a pipe (check <(curl …) or /dev/stdin),
+// read once.
 func openForCheck(path string, opts *engine.Options) (checker, func() error, error) {
 	data, asFilter, err := exportBytes(path)
 	if err != nil {
