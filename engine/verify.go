@@ -28,8 +28,19 @@ import (
 // reads it makes counters and tallies disagree for a moment: problems found
 // while a writer holds the file, or while its sequence moved, are not called
 // damage but ErrBusy, to verify again with the writer stopped.
-func Verify(path string) error {
-	f, err := Open(path, &Options{ReadOnly: true})
+func Verify(path string) error { return VerifyWith(path, nil) }
+
+// VerifyWith is Verify with opts, which it opens the file with read-only
+// whatever opts.ReadOnly says. Verify reads every page of the file, so a
+// check before a service starts decides the size of the pages the service
+// then finds in the page cache: give opts.LargePages as the service does.
+func VerifyWith(path string, opts *Options) error {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.ReadOnly = true
+	f, err := Open(path, &o)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,20 @@ func TestVerifyPassesOnAGoodFile(t *testing.T) {
 	assert.NoError(t, Verify(f.Path()))
 }
 
+// VerifyWith opens the file read-only whatever its options say: beside a
+// writer it takes no lock, and it never changes the file.
+func TestVerifyWithIsReadOnly(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
+	fillChain(t, f, 2, 0)
+	require.NoError(t, f.Flush())
+	require.NoError(t, VerifyWith(f.Path(), &Options{ReadOnly: false}), "beside a writer")
+	require.NoError(t, VerifyWith(f.Path(), nil))
+	require.NoError(t, f.Close())
+	closed := readFile(t, f.Path())
+	require.NoError(t, VerifyWith(f.Path(), &Options{}))
+	assert.Equal(t, closed, readFile(t, f.Path()), "verify changed nothing")
+}
+
 func TestVerifyFindsWhatIsWrong(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Growth: 1})
 	fillChain(t, f, 2, 0)

@@ -715,3 +715,42 @@ func lookUp(f *engine.Filter) {
 		f.Contains([]byte(fmt.Sprintf("key-%d", i)))
 	}
 }
+
+// verify reads every page of a file: run before a service starts, it
+// decides their size for the service. With --large-pages they are large.
+func TestVerifyWithLargePagesGivesTheServiceLargePages(t *testing.T) {
+	probePath := filepath.Join(t.TempDir(), "probe.tb")
+	probe, err := engine.Create(probePath, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, &engine.Options{LargePages: true})
+	require.NoError(t, err)
+	lookUp(probe)
+	probed, err := probe.LargePageBytes()
+	require.NoError(t, err)
+	require.NoError(t, probe.Close())
+	if probed == 0 {
+		t.Skip("this platform keeps file pages small")
+	}
+
+	large := map[bool]uint64{}
+	for _, flag := range []bool{false, true} {
+		// A new file: no page of its counters is in memory before verify.
+		path := filepath.Join(t.TempDir(), "f.tb")
+		f, err := engine.Create(path, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, nil)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		args := []string{"verify", path}
+		if flag {
+			args = append(args, "--large-pages")
+		}
+		out, errOut, code := tallybloom(t, args...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "ok\t")
+		service, err := engine.Open(path, &engine.Options{ReadOnly: true, LargePages: true})
+		require.NoError(t, err)
+		lookUp(service)
+		large[flag], err = service.LargePageBytes()
+		require.NoError(t, err)
+		require.NoError(t, service.Close())
+	}
+	assert.Positive(t, large[true], "verified with --large-pages")
+	assert.Greater(t, large[true], large[false], "verified in 4 KiB pages, the file keeps them")
+}

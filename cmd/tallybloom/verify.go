@@ -10,7 +10,7 @@ import (
 )
 
 func verifyCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "verify FILE",
 		Short: "Check a filter file end to end",
 		Long: `Check a filter file end to end: header checksums, the directory, a change
@@ -22,7 +22,7 @@ filter, or a writer changed it while verify read it and something looked
 wrong: verify again with the writer stopped).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := engine.Verify(args[0])
+			err := engine.VerifyWith(args[0], filterOptions(cmd, true))
 			switch {
 			case errors.Is(err, engine.ErrNotFilter):
 				return withExportHint(args[0], err) // not ours: an error, not a verdict
@@ -35,4 +35,6 @@ wrong: verify again with the writer stopped).`,
 			return err
 		},
 	}
+	largePagesFlag(cmd)
+	return cmd
 }
