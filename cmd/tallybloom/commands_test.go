@@ -676,28 +676,54 @@ func TestExportNeverWritesOverAFilter(t *testing.T) {
 func TestImportWithLargePagesGivesTheServiceLargePages(t *testing.T) {
 	dir := t.TempDir()
 	source := filepath.Join(dir, "source.tb")
-	f, err := engine.Create(source, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, &engine.Options{LargePages: true})
-	require.NoError(t, err)
-	lookUp(f)
-	probe, err := f.LargePageBytes()
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	if probe == 0 {
-		t.Skip("this platform keeps file pages small")
-	}
+	largeFile(t, source, &engine.Options{LargePages: true})
 	export := filepath.Join(dir, "export")
 	_, errOut, code := tallybloom(t, "export", source, export)
 	require.Equal(t, 0, code, errOut)
+	large := servicePages(t, func(path string, flags ...string) {
+		_, errOut, code := tallybloom(t, append([]string{"import", export, path}, flags...)...)
+		require.Equal(t, 0, code, errOut)
+	})
+	assert.Positive(t, large[true], "imported with --large-pages")
+	assert.Greater(t, large[true], large[false], "imported in 4 KiB pages, the file keeps them")
+}
 
+// verify reads every page of a file: run before a service starts, it
+// decides their size for the service. With --large-pages they are large.
+func TestVerifyWithLargePagesGivesTheServiceLargePages(t *testing.T) {
+	large := servicePages(t, func(path string, flags ...string) {
+		// A new file: none of its counters and presence bits are in
+		// memory before verify.
+		f, err := engine.Create(path, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, nil)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		out, errOut, code := tallybloom(t, append([]string{"verify", path}, flags...)...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "ok\t")
+	})
+	assert.Positive(t, large[true], "verified with --large-pages")
+	assert.Greater(t, large[true], large[false], "verified in 4 KiB pages, the file keeps them")
+}
+
+// servicePages runs a command that makes or reads the file at a path, with
+// and without --large-pages, then opens the file as a service with
+// LargePages does and looks keys up: how much of it the service then
+// maps large, by whether the command had the flag. It skips where a
+// filter with LargePages gets no large pages at all.
+func servicePages(t *testing.T, command func(path string, flags ...string)) map[bool]uint64 {
+	t.Helper()
+	probe := largeFile(t, filepath.Join(t.TempDir(), "probe.tb"), &engine.Options{LargePages: true})
+	if probe == 0 {
+		t.Skip("this platform keeps file pages small")
+	}
 	large := map[bool]uint64{}
 	for _, flag := range []bool{false, true} {
-		path := filepath.Join(dir, fmt.Sprintf("imported-%v.tb", flag))
-		args := []string{"import", export, path}
+		path := filepath.Join(t.TempDir(), "f.tb")
 		if flag {
-			args = append(args, "--large-pages")
+			command(path, "--large-pages")
+		} else {
+			command(path)
 		}
-		_, errOut, code := tallybloom(t, args...)
-		require.Equal(t, 0, code, errOut)
 		service, err := engine.Open(path, &engine.Options{ReadOnly: true, LargePages: true})
 		require.NoError(t, err)
 		lookUp(service)
@@ -705,8 +731,20 @@ func TestImportWithLargePagesGivesTheServiceLargePages(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, service.Close())
 	}
-	assert.Positive(t, large[true], "imported with --large-pages")
-	assert.Greater(t, large[true], large[false], "imported in 4 KiB pages, the file keeps them")
+	return large
+}
+
+// largeFile creates a filter of 27 MB at path with opts, looks keys up in
+// it and returns how much of it this process mapped large.
+func largeFile(t *testing.T, path string, opts *engine.Options) uint64 {
+	t.Helper()
+	f, err := engine.Create(path, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, opts)
+	require.NoError(t, err)
+	lookUp(f)
+	large, err := f.LargePageBytes()
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return large
 }
 
 // lookUp looks up keys all over f, as a service does.
@@ -714,43 +752,4 @@ func lookUp(f *engine.Filter) {
 	for i := range 200_000 {
 		f.Contains([]byte(fmt.Sprintf("key-%d", i)))
 	}
-}
-
-// verify reads every page of a file: run before a service starts, it
-// decides their size for the service. With --large-pages they are large.
-func TestVerifyWithLargePagesGivesTheServiceLargePages(t *testing.T) {
-	probePath := filepath.Join(t.TempDir(), "probe.tb")
-	probe, err := engine.Create(probePath, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, &engine.Options{LargePages: true})
-	require.NoError(t, err)
-	lookUp(probe)
-	probed, err := probe.LargePageBytes()
-	require.NoError(t, err)
-	require.NoError(t, probe.Close())
-	if probed == 0 {
-		t.Skip("this platform keeps file pages small")
-	}
-
-	large := map[bool]uint64{}
-	for _, flag := range []bool{false, true} {
-		// A new file: no page of its counters is in memory before verify.
-		path := filepath.Join(t.TempDir(), "f.tb")
-		f, err := engine.Create(path, engine.Config{Capacity: 4_000_000, ErrorRate: 0.01, Fixed: true, Seed: 1}, nil)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		args := []string{"verify", path}
-		if flag {
-			args = append(args, "--large-pages")
-		}
-		out, errOut, code := tallybloom(t, args...)
-		require.Equal(t, 0, code, errOut)
-		require.Contains(t, out, "ok\t")
-		service, err := engine.Open(path, &engine.Options{ReadOnly: true, LargePages: true})
-		require.NoError(t, err)
-		lookUp(service)
-		large[flag], err = service.LargePageBytes()
-		require.NoError(t, err)
-		require.NoError(t, service.Close())
-	}
-	assert.Positive(t, large[true], "verified with --large-pages")
-	assert.Greater(t, large[true], large[false], "verified in 4 KiB pages, the file keeps them")
 }
