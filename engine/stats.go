@@ -151,10 +151,10 @@ func (s SubFilterStats) geometry() counting.Geometry {
 // the kernel maps with 2 MiB pages in this process right now: with
 // Options.LargePages, how much of the filter the kernel and the file
 // system gave large pages. It is 0 without LargePages and on platforms
-// other than Linux. Pages are made large as changes first store into them,
-// so a filter only read since it was opened may have none (see
-// Options.LargePages). A check, not a hot path: it reads /proc/self/smaps
-// once for each sub-filter.
+// other than Linux. It counts the pages this process has touched since it
+// mapped them; a range the page cache held in 4 KiB pages before stays
+// small (see Options.LargePages). A check, not a hot path: it reads
+// /proc/self/smaps once for each sub-filter.
 func (f *Filter) LargePageBytes() (uint64, error) {
 	if !f.current() {
 		return 0, ErrClosed
