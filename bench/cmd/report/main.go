@@ -300,10 +300,16 @@ func targets(r map[string]result, busy float64) []target {
 	}
 }
 
+// shortLimit is the time short mode is meant to finish in on two cores.
+const shortLimit = 5 * time.Minute
+
 func write(r map[string]result, h host, mode string, count int, benchtime string, took time.Duration, chart string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tallybloom against its peers\n\n")
 	fmt.Fprintf(&b, "Written by `go run ./cmd/report` (%s mode, the median of %d runs of %s each, %s in all). ", mode, count, benchtime, took.Round(time.Second))
+	if mode == "short" && took > shortLimit {
+		fmt.Fprintf(&b, "**This run took longer than the %s short mode is meant to take**, on a machine slower or busier than the two cores it is sized for. ", shortLimit)
+	}
 	fmt.Fprintf(&b, "Every filter is configured for a 1%% false-positive rate; tallybloom's rate bounds its whole chain. ")
 	fmt.Fprintf(&b, "The keys are generated before the timing and lie one after another in memory, walked in order, so that each is in the cache when a filter gets it, as a key a service has just read from a request is; the times are the filters', not a cache miss on the key. A benchmark cycles through 65 536 keys at 20K and 1M, and through 4 194 304 at 64M: enough that the lines they touch, 256 MiB in a filter that reads one line a key, are far more than the cache holds, so that a lookup goes to memory as one among billions of keys does. The 20K filters, of 20 000 keys, stay in the cache: what is left of a ratio once memory is out of it. ")
 	if mode == "short" {

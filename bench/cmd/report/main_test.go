@@ -252,3 +252,11 @@ func TestReportWithoutRedisSaysSoAtOnce(t *testing.T) {
 	require.Contains(t, err.Error(), "apt-get install redis-server")
 	require.NoFileExists(t, out)
 }
+
+func TestAShortRunOverItsFiveMinutesSaysSo(t *testing.T) {
+	r := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/tallybloom/member": {"ns/op": {50}}}))
+	const over = "longer than the 5m0s short mode is meant to take"
+	require.NotContains(t, write(r, testHost, "short", 3, "250ms", 4*time.Minute+50*time.Second, "results.svg"), over)
+	require.Contains(t, write(r, testHost, "short", 3, "250ms", 5*time.Minute+10*time.Second, "results.svg"), over)
+	require.NotContains(t, write(r, testHost, "full", 3, "1s", 16*time.Minute, "results.svg"), over, "full mode has no limit")
+}
