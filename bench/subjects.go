@@ -137,7 +137,7 @@ func (b *blob) Bytes() uint64            { return b.f.NumBits() / 8 }
 func Keys(n int, set uint64) [][]byte {
 	rng := rand.New(rand.NewPCG(set, 0x7a11b100))
 	var a arena
-	keys := make([][]byte, n)
+	keys := keyHeaders(n)
 	for i := range keys {
 		k := a.alloc(16 + rng.IntN(49))
 		binary.LittleEndian.PutUint64(k, set)
@@ -153,7 +153,7 @@ func Keys(n int, set uint64) [][]byte {
 // Packed copies keys next to each other, in order.
 func Packed(keys [][]byte) [][]byte {
 	var a arena
-	out := make([][]byte, len(keys))
+	out := keyHeaders(len(keys))
 	for i, k := range keys {
 		out[i] = a.alloc(len(k))
 		copy(out[i], k)
@@ -161,14 +161,15 @@ func Packed(keys [][]byte) [][]byte {
 	return out
 }
 
-// arena hands out consecutive slices of large chunks.
+// arena hands out consecutive slices of large chunks, outside the heap
+// (see keyRoom).
 type arena struct{ free []byte }
 
 const arenaChunk = 1 << 20
 
 func (a *arena) alloc(n int) []byte {
 	if len(a.free) < n {
-		a.free = make([]byte, max(n, arenaChunk))
+		a.free = keyRoom(max(n, arenaChunk))
 	}
 	b := a.free[:n:n]
 	a.free = a.free[n:]
