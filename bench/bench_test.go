@@ -82,10 +82,9 @@ const farProbeKeys = 1 << 22
 
 // addKeys is the set of keys the benchmarks add: Add and AddBatch into the
 // filled filters, Remove, TestAndAdd and AddUntouched into filters of their
-// own. One set for all keeps the keys alive few: the collector scans every
-// key's slice before each run of each benchmark (testing collects before
-// it times), and with a set of 4M keys for each of these benchmarks that
-// took a minute of the short report.
+// own. One set for all keeps the keys few: 4M keys for each of these
+// benchmarks would take about 250 MB more, and most of a second each to
+// generate.
 const addKeys = 3
 
 // warmKeys is how many of its keys an Add into a filled filter adds before
