@@ -212,54 +212,80 @@ func (f *Filter) warmBlock(block uint64) uint64 {
 	return w
 }
 
-// Probe is the located counters of one key: up to eight counter words and,
-// for each, the low bit of each of the key's counters in it. In a blocked
-// geometry the words are the eight of the key's block; in a flat one, the
-// words the key's counters fall in.
+// Probe is the located counters of one key. In a blocked geometry it is
+// the key's block, the low bit of each of its counters in each of the
+// block's eight counter words, and its counters as presence bits of the
+// block; a change computes every word of the block without a branch on
+// which words hold a counter. In a flat geometry it is the words the key's
+// counters fall in.
 type Probe struct {
-	base  uint64                // index of words[0]'s word
-	words [wordsPerBlock]uint8  // word index of each mask, from base
-	masks [wordsPerBlock]uint64 // zero for an unused entry
+	base  uint64                // index of the block's first word, or of words[0]'s
+	masks [wordsPerBlock]uint64 // zero for a word that holds none of the key's counters
 	set   [2]uint64             // the key's counters as presence bits of its block
-	n     int                   // entries in use
-	// used has bit i set where masks[i] is not zero: in a blocked
-	// geometry, the words of the block a change writes.
-	used uint8
-	flat bool
+	words [wordsPerBlock]uint8  // flat: word index of each mask, from base
+	n     int                   // flat: entries in use
+	flat  bool
 }
 
-// Probe locates the key's counters without reading them.
-func (f *Filter) Probe(h Hash) Probe {
+// Locate stores in p where the key's counters are, without reading them.
+func (f *Filter) Locate(h Hash, p *Probe) {
 	if f.geometry.Flat {
-		var p Probe
-		p.flat = true
-		s := f.flatSlots(h)
-		for range f.geometry.K {
-			c := s.next()
-			word, i := uint8(c>>4), 0
-			for i < p.n && p.words[i] != word {
-				i++
-			}
-			p.words[i], p.n = word, max(p.n, i+1)
-			p.masks[i] |= 1 << nibbleShift(c)
-		}
-		return p
+		f.locateFlat(h, p)
+		return
 	}
-	p := Probe{base: f.block(h) * wordsPerBlock, words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
-	// The slot stream as in Contains; the set is the counters taken, so a
-	// counter drawn again is skipped as the stream skips it.
-	chunks := f.chunks(h)
-	for need := f.geometry.K; need > 0; {
-		c := chunks.next()
-		if bit := presenceBit(c); p.set[c>>6]&bit == 0 {
-			p.set[c>>6] |= bit
-			p.masks[c>>4] |= 1 << nibbleShift(c)
-			p.used |= 1 << (c >> 4)
-			need--
-		}
-	}
-	return p
+	// The set is drawn as a lookup draws it; the masks follow from it.
+	// Every field a blocked probe uses is stored, so nothing is cleared.
+	p.base, p.flat = f.block(h)*wordsPerBlock, false
+	p.set[0], p.set[1] = f.presenceSet(h)
+	counterMasks(&p.masks, &p.set)
 }
+
+// locateFlat is Locate in a flat geometry, kept apart so that the blocked
+// case, nearly every change, has a frame too small to need its stack room
+// cleared.
+func (f *Filter) locateFlat(h Hash, p *Probe) {
+	*p = Probe{flat: true}
+	s := f.flatSlots(h)
+	for range f.geometry.K {
+		c := s.next()
+		word, i := uint8(c>>4), 0
+		for i < p.n && p.words[i] != word {
+			i++
+		}
+		p.words[i], p.n = word, max(p.n, i+1)
+		p.masks[i] |= 1 << nibbleShift(c)
+	}
+}
+
+// counterMasks turns a block's presence bits into the low bit of each of
+// those counters in each of the block's counter words: what addWordBits
+// does, undone. Sixteen lookups in a table of bytes, and no branch.
+func counterMasks(masks *[wordsPerBlock]uint64, set *[2]uint64) {
+	lo, hi := set[0], set[1]
+	masks[0], masks[1], masks[2], masks[3] = spread16(lo), spread16(lo>>16), spread16(lo>>32), spread16(lo>>48)
+	masks[4], masks[5], masks[6], masks[7] = spread16(hi), spread16(hi>>16), spread16(hi>>32), spread16(hi>>48)
+}
+
+// spread16 is the inverse of presenceFlags for the low 16 bits of x: one
+// counter word's presence bits as the low bit of each of its counters.
+func spread16(x uint64) uint64 {
+	return uint64(spreadByte[uint8(x)]) | uint64(spreadByte[uint8(x>>8)])<<32
+}
+
+// spreadByte maps a byte of presence bits, counter t of eight at bit 7-t
+// (presenceBit's order), to the low bit of each counter's nibble in the
+// half of a counter word that holds those eight counters (nibbleShift's
+// order).
+var spreadByte = func() (table [256]uint32) {
+	for b := range table {
+		for t := range uint(8) {
+			if b&(1<<(7-t)) != 0 {
+				table[b] |= 1 << nibbleShift(t)
+			}
+		}
+	}
+	return table
+}()
 
 // WarmProbe loads a word of the probe's block and one of its presence bits,
 // so that both cache misses are under way together before a change reads
@@ -323,20 +349,28 @@ func (f *Filter) Test(p *Probe) bool {
 // returns how many counters went from zero to one.
 func (f *Filter) Increment(p *Probe) (raised int) {
 	if !p.flat {
-		// Only the words that hold a counter of the key, about five of
-		// the eight at K=7: where a store is sync/atomic's, a locked
-		// exchange, it is the costliest step of a change. Words the loop
-		// skips keep their value, within the block the undo record saved.
+		// Every word of the block, with no branch on which words hold a
+		// counter of the key: a word that holds none is stored back as it
+		// was, within the block the undo record saved, and the eight
+		// stores are one call (see internal/release).
 		words := f.blockOf(p)
+		var next [wordsPerBlock]uint64
+		for i, m := range &p.masks {
+			w := atomic.LoadUint64(&words[i])
+			// Saturated counters are left alone; the rest are below 15,
+			// so the addition cannot carry into a neighbour.
+			next[i] = w + m&^saturatedBits(w)
+		}
 		if f.presence != nil {
-			f.markPresent(p)
+			raised = f.markPresent(p)
+		} else {
+			var zero [wordsPerBlock]uint64
+			for i, m := range &p.masks {
+				zero[i] = m &^ nonZero(atomic.LoadUint64(&words[i]))
+			}
+			raised = countFlags(&zero)
 		}
-		for used := p.used; used != 0; used &= used - 1 {
-			i := bits.TrailingZeros8(used)
-			m, w := p.masks[i], atomic.LoadUint64(&words[i])
-			raised += bits.OnesCount64(m &^ nonZero(w))
-			release.Store64(&words[i], w+m&^saturated(w))
-		}
+		release.StoreBlock(words, &next)
 		return raised
 	}
 	for i := range p.n {
@@ -349,7 +383,7 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 		raised += bits.OnesCount64(m &^ nonZero(w))
 		// Saturated counters are left alone; the rest are below 15, so the
 		// addition cannot carry into a neighbour.
-		release.Store64(word, w+m&^saturated(w))
+		release.Store64(word, w+m&^saturatedBits(w))
 	}
 	return raised
 }
@@ -362,8 +396,17 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		return 0, false
 	}
 	if !p.flat {
-		// As in Increment, only the words that hold the key's counters.
+		// As in Increment, every word of the block in one call.
 		words := f.blockOf(p)
+		var next [wordsPerBlock]uint64
+		var gone [wordsPerBlock]uint64 // the counters that reach zero
+		for i, m := range &p.masks {
+			w := atomic.LoadUint64(&words[i])
+			gone[i] = m & ones(w)
+			// Every probed counter is at least 1, so the subtraction
+			// cannot borrow.
+			next[i] = w - m&^saturatedBits(w)
+		}
 		var presence *[2]uint64
 		var was [2]uint64
 		if f.presence != nil {
@@ -371,15 +414,8 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 			presence = f.presenceOf(p.base / wordsPerBlock)
 			was = [2]uint64{atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])}
 		}
-		var gone [wordsPerBlock]uint64 // the counters that reach zero
-		for used := p.used; used != 0; used &= used - 1 {
-			i := bits.TrailingZeros8(used)
-			m, w := p.masks[i], atomic.LoadUint64(&words[i])
-			gone[i] = m & ones(w)
-			cleared += bits.OnesCount64(gone[i])
-			release.Store64(&words[i], w-m&^saturated(w))
-		}
-		if cleared > 0 && presence != nil {
+		release.StoreBlock(words, &next)
+		if cleared = countFlags(&gone); cleared > 0 && presence != nil {
 			clearPresence(presence, was, &gone)
 		}
 		return cleared, true
@@ -393,7 +429,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		w := atomic.LoadUint64(word)
 		cleared += bits.OnesCount64(m & ones(w))
 		// Every probed counter is at least 1, so the subtraction cannot borrow.
-		release.Store64(word, w-m&^saturated(w))
+		release.Store64(word, w-m&^saturatedBits(w))
 	}
 	return cleared, true
 }
@@ -402,11 +438,24 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 // counters are raised: a lookup may then find the key a moment early, as it
 // may while the counters are half raised. Stored first, the bits' cache miss
 // overlaps the counters' instead of waiting behind their stores, which are
-// fences where they are sync/atomic's.
-func (f *Filter) markPresent(p *Probe) {
+// fences where they are sync/atomic's. It returns how many of the bits were
+// clear: the counters that go from zero to one, since between changes a
+// presence bit is set exactly where its counter is non-zero.
+func (f *Filter) markPresent(p *Probe) (raised int) {
 	presence := f.presenceOf(p.base / wordsPerBlock)
-	release.Store64(&presence[0], atomic.LoadUint64(&presence[0])|p.set[0])
-	release.Store64(&presence[1], atomic.LoadUint64(&presence[1])|p.set[1])
+	was0, was1 := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
+	release.Store64(&presence[0], was0|p.set[0])
+	release.Store64(&presence[1], was1|p.set[1])
+	return bits.OnesCount64(p.set[0]&^was0) + bits.OnesCount64(p.set[1]&^was1)
+}
+
+// countFlags counts the flags, the low bit of each nibble (as nonZero gives
+// them), of a block's eight counter words: four words folded into one, so
+// that two population counts take all eight.
+func countFlags(flags *[wordsPerBlock]uint64) int {
+	lo := flags[0] | flags[1]<<1 | flags[2]<<2 | flags[3]<<3
+	hi := flags[4] | flags[5]<<1 | flags[6]<<2 | flags[7]<<3
+	return bits.OnesCount64(lo) + bits.OnesCount64(hi)
 }
 
 // clearPresence stores presence bits that were was, less those of the
@@ -604,10 +653,21 @@ func presenceBit(c uint) uint64 { return 1 << ((c & 63) ^ 7) }
 func nibbleShift(c uint) uint { return ((c & 15) ^ 1) << 2 }
 
 // nonZero has the low bit of every non-zero counter of w set.
-func nonZero(w uint64) uint64 { return (w | w>>1 | w>>2 | w>>3) & lowBits }
+func nonZero(w uint64) uint64 {
+	pairs := w | w>>1 // bit 0 of a nibble: bits 0 or 1; bit 2: bits 2 or 3
+	return (pairs | pairs>>2) & lowBits
+}
 
 // saturated has the low bit of every counter of w that is 15 set.
-func saturated(w uint64) uint64 { return w & (w >> 1) & (w >> 2) & (w >> 3) & lowBits }
+func saturated(w uint64) uint64 { return saturatedBits(w) & lowBits }
+
+// saturatedBits has the low bit of every counter of w that is 15 set, and
+// other bits besides: a caller that ands it with flags (the low bit of each
+// nibble, as nonZero gives them) needs no mask of its own.
+func saturatedBits(w uint64) uint64 {
+	pairs := w & (w >> 1) // as in nonZero
+	return pairs & (pairs >> 2)
+}
 
 // ones has the low bit of every counter of w that is exactly 1 set.
 func ones(w uint64) uint64 { return w &^ (w >> 1) &^ (w >> 2) &^ (w >> 3) & lowBits }

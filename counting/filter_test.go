@@ -30,12 +30,18 @@ func newTestFilter(t testing.TB, g Geometry, presence bool) (*Filter, []byte) {
 
 func key(i int) []byte { return binary.LittleEndian.AppendUint64([]byte("key-"), uint64(i)) }
 
+// probe is where Locate places the key of hash h in f.
+func probe(f *Filter, h Hash) Probe {
+	var p Probe
+	f.Locate(h, &p)
+	return p
+}
+
 // probeOf builds a probe over the given counters of block 0.
 func probeOf(counters ...uint) Probe {
-	p := Probe{words: [wordsPerBlock]uint8{0, 1, 2, 3, 4, 5, 6, 7}, n: wordsPerBlock}
+	var p Probe
 	for _, c := range counters {
 		p.masks[c>>4] |= 1 << nibbleShift(c)
-		p.used |= 1 << (c >> 4)
 		p.set[c>>6] |= presenceBit(c)
 	}
 	return p
@@ -77,6 +83,34 @@ func TestSaturationIsSticky(t *testing.T) {
 	assert.Equal(t, uint8(1), f.Counter(41), "neighbouring counters are untouched")
 }
 
+// Increment returns how many counters went from zero to one and Decrement
+// how many went from one to zero, with presence bits (which Increment
+// counts from) and without, in blocks crowded enough that keys share and
+// saturate counters.
+func TestChangesCountTheCountersTheyRaiseAndClear(t *testing.T) {
+	for _, presence := range []bool{true, false} {
+		f, _ := newTestFilter(t, Geometry{Blocks: 4, K: 7}, presence)
+		h := NewHasher(9)
+		nonZero := func() int {
+			_, n, _ := f.Tally()
+			return int(n)
+		}
+		for i := range 400 {
+			p := probe(f, h.Key(key(i%100)))
+			before := nonZero()
+			raised := f.Increment(&p)
+			require.Equal(t, nonZero()-before, raised, "presence %v, add %d", presence, i)
+		}
+		for i := range 400 {
+			p := probe(f, h.Key(key(i%100)))
+			before := nonZero()
+			cleared, ok := f.Decrement(&p)
+			require.True(t, ok)
+			require.Equal(t, before-nonZero(), cleared, "presence %v, remove %d", presence, i)
+		}
+	}
+}
+
 func TestDecrementIsAllOrNothing(t *testing.T) {
 	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 3}, true)
 	present := probeOf(5, 6, 7)
@@ -98,7 +132,7 @@ func TestProbeSetsKDistinctCountersInOneBlock(t *testing.T) {
 		f, _ := newTestFilter(t, Geometry{Blocks: 1000, K: k}, true)
 		h := NewHasher(7)
 		for i := range 2000 {
-			p := f.Probe(h.Key(key(i)))
+			p := probe(f, h.Key(key(i)))
 			n := 0
 			for _, m := range p.masks {
 				n += bits.OnesCount64(m)
@@ -127,13 +161,13 @@ func TestContainsAgreesWithProbe(t *testing.T) {
 				h := NewHasher(1)
 				added := int(float64(g.Counters()) * 0.69 / float64(g.K))
 				for i := range added {
-					p := f.Probe(h.Key(key(i)))
+					p := probe(f, h.Key(key(i)))
 					f.Increment(&p)
 				}
 				answers := map[bool]int{}
 				for i := range added + 20000 {
 					hk := h.Key(key(i))
-					p := f.Probe(hk)
+					p := probe(f, hk)
 					require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
 					if i < added {
 						require.True(t, f.Contains(hk), "added key %d missing", i)
@@ -165,7 +199,7 @@ func TestContainsBatchAgreesWithContains(t *testing.T) {
 				for i := range hashes {
 					hashes[i] = h.Key(key(i))
 					if i < added {
-						p := f.Probe(hashes[i])
+						p := probe(f, hashes[i])
 						f.Increment(&p)
 					}
 				}
@@ -200,7 +234,7 @@ func TestMeasuredFalsePositiveRateMatchesPlan(t *testing.T) {
 			f, _ := newTestFilter(t, g, true)
 			h := NewHasher(3)
 			for i := range n {
-				pr := f.Probe(h.Key(key(i)))
+				pr := probe(f, h.Key(key(i)))
 				f.Increment(&pr)
 			}
 			const probes = 1_000_000
@@ -231,7 +265,7 @@ func TestTally(t *testing.T) {
 	f, _ := newTestFilter(t, Geometry{Blocks: 2, K: 4}, true)
 	h := NewHasher(5)
 	for i := range 10 {
-		p := f.Probe(h.Key(key(i)))
+		p := probe(f, h.Key(key(i)))
 		f.Increment(&p)
 	}
 	sum, nz, sat := f.Tally()
@@ -294,7 +328,7 @@ func TestFrozenAnswersAsTheFilterDid(t *testing.T) {
 	f, _ := newTestFilter(t, g, true)
 	h := NewHasher(4)
 	for i := range 3000 {
-		p := f.Probe(h.Key(key(i)))
+		p := probe(f, h.Key(key(i)))
 		f.Increment(&p)
 	}
 	bits := make([]byte, FrozenBytes(g))
@@ -341,7 +375,7 @@ func TestFlatFilter(t *testing.T) {
 	h := NewHasher(9)
 	var total int
 	for i := range 100 {
-		p := f.Probe(h.Key(key(i)))
+		p := probe(f, h.Key(key(i)))
 		n := 0
 		p.Spans(func(offset uint64, length int) {
 			assert.Equal(t, 8, length, "a flat change writes words")
@@ -362,7 +396,7 @@ func TestFlatFilter(t *testing.T) {
 	falsePositives := 0
 	for i := range 300_000 {
 		hk := h.Key(key(i))
-		p := f.Probe(hk)
+		p := probe(f, hk)
 		require.Equal(t, f.Test(&p), f.Contains(hk))
 		require.Equal(t, f.Contains(hk), z.Contains(hk))
 		if i < 100 {
@@ -375,7 +409,7 @@ func TestFlatFilter(t *testing.T) {
 	t.Logf("flat %+v: planned %.4f, measured %.4f", g, g.FalsePositiveRate(100), rate)
 	assert.LessOrEqual(t, rate, 0.01)
 
-	p := f.Probe(h.Key(key(3)))
+	p := probe(f, h.Key(key(3)))
 	_, ok := f.Decrement(&p)
 	assert.True(t, ok)
 	sum, _, _ = f.Tally()
@@ -396,7 +430,7 @@ func TestShapeAnswersAsTheFilter(t *testing.T) {
 		f, region := newTestFilter(t, g, true)
 		h := NewHasher(2)
 		for i := range int(n) {
-			p := f.Probe(h.Key(key(i)))
+			p := probe(f, h.Key(key(i)))
 			f.Increment(&p)
 		}
 		s, err := NewShape(g, 42)
@@ -426,7 +460,7 @@ func TestPresenceBitsFollowTheCounters(t *testing.T) {
 	removed := 0
 	for step := range 5000 {
 		i := rng.IntN(300)
-		p := f.Probe(h.Key(key(i)))
+		p := probe(f, h.Key(key(i)))
 		if held[i] > 0 && rng.IntN(2) == 0 {
 			_, ok := f.Decrement(&p)
 			require.True(t, ok)
@@ -456,7 +490,7 @@ func TestRebuildPresence(t *testing.T) {
 	f, region := newTestFilter(t, g, true)
 	h := NewHasher(3)
 	for i := range 100 {
-		p := f.Probe(h.Key(key(i)))
+		p := probe(f, h.Key(key(i)))
 		f.Increment(&p)
 	}
 	want := append([]uint64(nil), f.presence...)
@@ -504,8 +538,19 @@ func TestPresenceFlags(t *testing.T) {
 	}
 }
 
+// spread16 undoes presenceFlags for every one of the 65 536 sets of a
+// word's presence bits: a change raises exactly the counters a lookup
+// tests.
+func TestSpread16UndoesPresenceFlags(t *testing.T) {
+	for bits := range uint64(1 << 16) {
+		flags := spread16(bits)
+		require.Zero(t, flags&^lowBits, "%#04x: a bit off the counters' low bits", bits)
+		require.Equal(t, uint16(bits), presenceFlags(flags), "%#04x", bits)
+	}
+}
+
 // The slot stream is the file format's placement of a key's counters (see
-// docs/FORMAT.md). presenceSet and Probe draw it their own quicker ways; they
+// docs/FORMAT.md). presenceSet and Locate draw it their own quicker ways; they
 // must take exactly the counters the stream takes, for every k: keys that
 // draw a counter twice among their first chunks, and keys whose counters
 // need several mixes of the stream, included.
@@ -518,13 +563,11 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
 			var want [2]uint64
 			var masks [wordsPerBlock]uint64
-			var used uint8
 			chunks, drawn := f.chunks(h), 0
 			for taken := 0; taken < k; drawn++ {
 				if c := chunks.next(); want[c>>6]&presenceBit(c) == 0 {
 					want[c>>6] |= presenceBit(c)
 					masks[c>>4] |= 1 << nibbleShift(c)
-					used |= 1 << (c >> 4)
 					taken++
 				}
 			}
@@ -533,11 +576,9 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 			}
 			lo, hi := f.presenceSet(h)
 			require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
-			p := f.Probe(h)
+			p := probe(f, h)
 			require.Equal(t, want, p.set, "k=%d", k)
 			require.Equal(t, masks, p.masks, "k=%d", k)
-			// A change writes the words used names, and only those.
-			require.Equal(t, used, p.used, "k=%d", k)
 		}
 		if k >= 4 {
 			require.Greater(t, drewAgain, 100, "k=%d: too few keys drew a counter twice to test them", k)

@@ -23,7 +23,7 @@ func setOf(t *testing.T, geometries []Geometry, fill []int, presence bool) ([]*F
 		f, err := New(make([]byte, g.Bytes()), bits, g, uint64(i)*7919+1)
 		require.NoError(t, err)
 		for j := range fill[i] {
-			p := f.Probe(NewHasher(5).Key(key(i*1000 + j)))
+			p := probe(f, NewHasher(5).Key(key(i*1000+j)))
 			f.Increment(&p)
 		}
 		filters[i] = f

@@ -342,7 +342,7 @@ func crashMidChange(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	sub := f.chain.SubFilters()[0]
-	p := sub.Filter().Probe(f.hasher.Key(key(42)))
+	p := probeOf(sub, f.hasher.Key(key(42)))
 	store{f}.Touch(sub, p)
 	p.Spans(func(offset uint64, _ int) { spaceOf(sub).counters[offset] = 0xff })
 	f.mu.Unlock()

@@ -301,7 +301,7 @@ func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
 		f.mu.Lock()
 		require.NoError(t, f.beginLocked())
 		sub := f.chain.SubFilters()[0]
-		store{f}.Touch(sub, sub.Filter().Probe(f.hasher.Key(key(2)))) // sealed, not committed
+		store{f}.Touch(sub, probeOf(sub, f.hasher.Key(key(2)))) // sealed, not committed
 		// The change commits however the checks below end.
 		defer func() {
 			assert.NoError(t, f.commitLocked())

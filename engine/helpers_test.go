@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
 )
 
@@ -62,9 +64,16 @@ func routedHolds(f *Filter, k []byte, id uint64) bool {
 	subs := f.chain.SubFilters()
 	for i := len(subs) - 1; i >= 0; i-- {
 		if subs[i].FirstID <= id {
-			p := subs[i].Filter().Probe(f.hasher.Key(k))
-			return subs[i].Count() > 0 && subs[i].Filter().Test(&p)
+			p := probeOf(subs[i], f.hasher.Key(k))
+			return subs[i].Count() > 0 && subs[i].Filter().Test(p)
 		}
 	}
 	return false
+}
+
+// probeOf is where the key of hash h lies in sub.
+func probeOf(sub *scaling.SubFilter, h counting.Hash) *counting.Probe {
+	var p counting.Probe
+	sub.Filter().Locate(h, &p)
+	return &p
 }

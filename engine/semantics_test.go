@@ -588,7 +588,7 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 			// after its presence bits were all set.
 			f.mu.Lock()
 			require.NoError(t, f.beginLocked())
-			p := sub.Filter().Probe(f.hasher.Key(key(999)))
+			p := probeOf(sub, f.hasher.Key(key(999)))
 			store{f}.Touch(sub, p)
 			p.Spans(func(offset uint64, length int) {
 				written := spaceOf(sub).counters[offset:][:length]

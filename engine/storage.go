@@ -122,7 +122,7 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 // the undo record: from here on the change may write. The presence bits it
 // writes are not saved: they follow from the counters, and recovery
 // computes them again for the blocks it restores.
-func (s store) Touch(sub *scaling.SubFilter, p counting.Probe) {
+func (s store) Touch(sub *scaling.SubFilter, p *counting.Probe) {
 	f := s.f
 	if f.mu.onCommit != nil {
 		p.Spans(func(offset uint64, length int) { f.touchedLocked(sub, offset, length) })

@@ -96,7 +96,7 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		g.mu.Lock()
 		require.NoError(t, g.beginLocked())
 		s := g.chain.SubFilters()[0]
-		p := s.Filter().Probe(counting.NewHasher(1).Key([]byte("x")))
+		p := probeOf(s, counting.NewHasher(1).Key([]byte("x")))
 		store{g}.Touch(s, p)
 		g.mu.Unlock()
 		abandon(t, g)
@@ -173,7 +173,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	g.mu.Lock()
 	require.NoError(t, g.beginLocked())
 	sub := g.chain.SubFilters()[0]
-	store{g}.Touch(sub, sub.Filter().Probe(g.hasher.Key(key(1))))
+	store{g}.Touch(sub, probeOf(sub, g.hasher.Key(key(1))))
 	err = Verify(g.Path())
 	require.ErrorIs(t, err, ErrBusy)
 	assert.NotErrorIs(t, err, ErrCorrupt)

@@ -22,6 +22,9 @@ type Chain struct {
 	// writer's lock, and a retired level is taken again. Used by changes
 	// only.
 	planned [MaxSubFilters]*Level
+	// probe is the located counters of the change in flight, kept here so
+	// that a change neither copies nor allocates one. Used by changes only.
+	probe counting.Probe
 }
 
 // snapshot is the retained sub-filters, oldest first, and the same filters
@@ -192,10 +195,11 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 			return err
 		}
 	}
-	p := sub.filter.Probe(h)
-	sub.filter.WarmProbe(&p)
+	p := &c.probe
+	sub.filter.Locate(h, p)
+	sub.filter.WarmProbe(p)
 	c.storage.Touch(sub, p)
-	raised := sub.filter.Increment(&p)
+	raised := sub.filter.Increment(p)
 	release.Add64(sub.count, 1)
 	release.Add64(sub.nonZero, uint64(raised))
 	if id > sub.MaxID() {
@@ -208,13 +212,12 @@ func (c *Chain) Add(h counting.Hash, id uint64) error {
 // does not hold it (a counter is zero, or it holds nothing) it returns
 // ErrNotFound and changes nothing.
 func (c *Chain) Remove(h counting.Hash, id uint64) error {
-	var p counting.Probe
-	sub, err := c.holder(h, id, &p)
+	sub, err := c.holder(h, id)
 	if err != nil {
 		return err
 	}
-	c.storage.Touch(sub, p)
-	cleared, _ := sub.filter.Decrement(&p)
+	c.storage.Touch(sub, &c.probe)
+	cleared, _ := sub.filter.Decrement(&c.probe)
 	release.Add64(sub.count, ^uint64(0))
 	release.Add64(sub.nonZero, ^uint64(cleared-1))
 	return nil
@@ -223,22 +226,21 @@ func (c *Chain) Remove(h counting.Hash, id uint64) error {
 // Holds returns what Remove would without changing anything: nil if the
 // sub-filter that owns id holds the key, else ErrIDRetired or ErrNotFound.
 func (c *Chain) Holds(h counting.Hash, id uint64) error {
-	var p counting.Probe
-	_, err := c.holder(h, id, &p)
+	_, err := c.holder(h, id)
 	return err
 }
 
 // holder is the sub-filter that owns id, if it holds the key, with the key's
-// probe in it stored in p.
-func (c *Chain) holder(h counting.Hash, id uint64, p *counting.Probe) (*SubFilter, error) {
+// probe in it stored in c.probe.
+func (c *Chain) holder(h counting.Hash, id uint64) (*SubFilter, error) {
 	subs := c.current.Load().subs
 	i, err := route(subs, id)
 	if err != nil {
 		return nil, err
 	}
 	sub := subs[i]
-	*p = sub.filter.Probe(h)
-	if sub.Count() == 0 || !sub.filter.Test(p) {
+	sub.filter.Locate(h, &c.probe)
+	if sub.Count() == 0 || !sub.filter.Test(&c.probe) {
 		return nil, ErrNotFound
 	}
 	return sub, nil

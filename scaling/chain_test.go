@@ -34,7 +34,7 @@ func (m *memStorage) Allocate(level int, g counting.Geometry) (Space, error) {
 func (m *memStorage) Publish(subs []*SubFilter) {
 	m.published = append(m.published, append([]*SubFilter(nil), subs...))
 }
-func (m *memStorage) Touch(*SubFilter, counting.Probe) { m.touches++ }
+func (m *memStorage) Touch(*SubFilter, *counting.Probe) { m.touches++ }
 
 var hasher = counting.NewHasher(1)
 

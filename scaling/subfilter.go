@@ -32,9 +32,8 @@ type Storage interface {
 	Publish(subs []*SubFilter)
 	// Touch is called before the change in flight writes the counters of
 	// probe p (p.Spans names them) and the tallies of sub, so their prior
-	// content can be saved. The probe is passed by value: a pointer through
-	// an interface would escape, and every add would allocate.
-	Touch(sub *SubFilter, p counting.Probe)
+	// content can be saved. p is the chain's own and must not be kept.
+	Touch(sub *SubFilter, p *counting.Probe)
 }
 
 // The tallies' layout. Never change these: they are part of the file format.
