@@ -121,15 +121,13 @@ func (j *Journal) Save(area uint32, offset uint64, prior []byte) {
 	binary.LittleEndian.PutUint32(s[spanArea:], area)
 	binary.LittleEndian.PutUint32(s[spanLength:], uint32(len(prior)))
 	binary.LittleEndian.PutUint64(s[spanOffset:], offset)
-	// Fixed-size copies are a few moves in line, where copy and clear are
-	// calls: a block, the span of nearly every change, is copied whole.
+	// A block, the span of nearly every change, fills its room; only a
+	// shorter span has the rest of it cleared.
 	room := (*[MaxSpanBytes]byte)(s[spanBytes:])
-	if len(prior) == MaxSpanBytes {
-		*room = *(*[MaxSpanBytes]byte)(prior)
-	} else {
+	if len(prior) < MaxSpanBytes {
 		*room = [MaxSpanBytes]byte{}
-		copy(room[:], prior)
 	}
+	copy(room[:], prior)
 	j.spans++
 }
 
