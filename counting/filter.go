@@ -351,16 +351,8 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 	if !p.flat {
 		// Every word of the block, with no branch on which words hold a
 		// counter of the key: a word that holds none is stored back as it
-		// was, within the block the undo record saved, and the eight
-		// stores are one call (see internal/release).
+		// was, within the block the undo record saved.
 		words := f.blockOf(p)
-		var next [wordsPerBlock]uint64
-		for i, m := range &p.masks {
-			w := atomic.LoadUint64(&words[i])
-			// Saturated counters are left alone; the rest are below 15,
-			// so the addition cannot carry into a neighbour.
-			next[i] = w + m&^saturatedBits(w)
-		}
 		if f.presence != nil {
 			raised = f.markPresent(p)
 		} else {
@@ -370,7 +362,7 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 			}
 			raised = countFlags(&zero)
 		}
-		release.StoreBlock(words, &next)
+		raiseBlock(words, &p.masks)
 		return raised
 	}
 	for i := range p.n {
@@ -396,16 +388,11 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		return 0, false
 	}
 	if !p.flat {
-		// As in Increment, every word of the block in one call.
+		// As in Increment, every word of the block.
 		words := f.blockOf(p)
-		var next [wordsPerBlock]uint64
 		var gone [wordsPerBlock]uint64 // the counters that reach zero
 		for i, m := range &p.masks {
-			w := atomic.LoadUint64(&words[i])
-			gone[i] = m & ones(w)
-			// Every probed counter is at least 1, so the subtraction
-			// cannot borrow.
-			next[i] = w - m&^saturatedBits(w)
+			gone[i] = m & ones(atomic.LoadUint64(&words[i]))
 		}
 		var presence *[2]uint64
 		var was [2]uint64
@@ -414,7 +401,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 			presence = f.presenceOf(p.base / wordsPerBlock)
 			was = [2]uint64{atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])}
 		}
-		release.StoreBlock(words, &next)
+		lowerBlock(words, &p.masks)
 		if cleared = countFlags(&gone); cleared > 0 && presence != nil {
 			clearPresence(presence, was, &gone)
 		}

@@ -11,16 +11,13 @@
 // about as much as the rest of a counter's update: an add makes a dozen such
 // stores. On amd64 every aligned 8-byte store already has release order, so
 // [Store64] is one plain move there, in assembly, where the Go compiler keeps
-// it in program order, and [StoreBlock] eight such moves in one call (each
-// call costs the caller its registers, and a change writes a block at
-// once). Elsewhere, and under the race detector, they are sync/atomic's
-// stores, so that `go test -race` sees every write as atomic.
+// it in program order. Elsewhere, and under the race detector, it is
+// sync/atomic's store, so that `go test -race` sees every write as atomic.
 //
 // Readers load with sync/atomic.
 //
 // # Concurrency
 //
-// [Store64] and [StoreBlock] may be called from any goroutine. [Add64] is
-// for a word that one goroutine alone writes: it is a load and a store, not
-// one atomic step.
+// [Store64] may be called from any goroutine. [Add64] is for a word that one
+// goroutine alone writes: it is a load and a store, not one atomic step.
 package release

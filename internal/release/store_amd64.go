@@ -7,10 +7,3 @@ package release
 //
 //go:noescape
 func Store64(addr *uint64, val uint64)
-
-// StoreBlock stores src's eight words at dst, which must be 8-byte aligned,
-// each with release order, first to last. It is eight moves in one call
-// (see store_amd64.s).
-//
-//go:noescape
-func StoreBlock(dst, src *[8]uint64)

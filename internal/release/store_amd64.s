@@ -13,28 +13,3 @@ TEXT ·Store64(SB), NOSPLIT, $0-16
 	MOVQ val+8(FP), BX
 	MOVQ BX, (AX)
 	RET
-
-// func StoreBlock(dst, src *[8]uint64)
-//
-// Eight moves, one word each and in order, as eight calls of Store64 would
-// make them: a reader that loads a word sees it whole.
-TEXT ·StoreBlock(SB), NOSPLIT, $0-16
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ 0(SI), AX
-	MOVQ AX, 0(DI)
-	MOVQ 8(SI), AX
-	MOVQ AX, 8(DI)
-	MOVQ 16(SI), AX
-	MOVQ AX, 16(DI)
-	MOVQ 24(SI), AX
-	MOVQ AX, 24(DI)
-	MOVQ 32(SI), AX
-	MOVQ AX, 32(DI)
-	MOVQ 40(SI), AX
-	MOVQ AX, 40(DI)
-	MOVQ 48(SI), AX
-	MOVQ AX, 48(DI)
-	MOVQ 56(SI), AX
-	MOVQ AX, 56(DI)
-	RET

@@ -7,11 +7,3 @@ import "sync/atomic"
 // Store64 stores val at addr, which must be 8-byte aligned, with release
 // order: sync/atomic's store, which has at least that order.
 func Store64(addr *uint64, val uint64) { atomic.StoreUint64(addr, val) }
-
-// StoreBlock stores src's eight words at dst, which must be 8-byte aligned,
-// each with release order, first to last.
-func StoreBlock(dst, src *[8]uint64) {
-	for i := range dst {
-		atomic.StoreUint64(&dst[i], src[i])
-	}
-}

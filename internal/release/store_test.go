@@ -27,18 +27,10 @@ func TestAdd64AddsAndSubtracts(t *testing.T) {
 	require.Equal(t, uint64(0), w)
 }
 
-func TestStoreBlockWritesEveryWordOfTheBlock(t *testing.T) {
-	words := make([]uint64, 10)
-	src := [8]uint64{1, 2, 3, 4, 5, 6, 7, 0xfedc_ba98_7654_3210}
-	StoreBlock((*[8]uint64)(words[1:9]), &src)
-	require.Equal(t, []uint64{0, 1, 2, 3, 4, 5, 6, 7, 0xfedc_ba98_7654_3210, 0}, words, "only the block at dst changes")
-}
-
 // A reader that sees the writer's flag sees every store the writer made
 // before it: the order the undo record's seal and a change's counters rely
 // on. Each round the writer fills a line of data and then publishes its
-// round, with StoreBlock or with a Store64 a word in turn; a reader that
-// loads a round checks the data of that round.
+// round; a reader that loads a round checks the data of that round.
 func TestStoresAreSeenInOrder(t *testing.T) {
 	const rounds = 200_000
 	var data [8]uint64
@@ -62,12 +54,8 @@ func TestStoresAreSeenInOrder(t *testing.T) {
 		}
 	}()
 	for r := uint64(1); r <= rounds; r++ {
-		if r%2 == 0 {
-			StoreBlock(&data, &[8]uint64{r, r, r, r, r, r, r, r})
-		} else {
-			for i := range data {
-				Store64(&data[i], r)
-			}
+		for i := range data {
+			Store64(&data[i], r)
 		}
 		Store64(&round, r)
 	}
