@@ -70,7 +70,9 @@ func (f *Filter) changeableLocked() error {
 }
 
 // commitLocked makes the change in flight the last committed one, then gives
-// back the room of the sub-filters it retired.
+// back the room of the sub-filters it retired. What a plain add or remove
+// does not do (a new directory, retired room) is kept out of line, so that
+// their commit stays short.
 func (f *Filter) commitLocked() error {
 	c := &f.mu.change
 	defer c.reset()
@@ -87,16 +89,7 @@ func (f *Filter) commitLocked() error {
 	}
 	var gen uint64
 	if c.published {
-		gen = f.journal.MemSeq() + 1 // the change's sequence: its directory's generation
-		// Readers in other processes watch the directory sequence. It is
-		// announced before the commit, so that a process that dies
-		// between the two never leaves readers blind to a directory it
-		// committed: a reader that looks before the commit finds the
-		// directory not yet live and waits for the memory sequence to move
-		// (see current), and the next writer's Open takes back an
-		// announcement whose change never committed.
-		atomic.StoreUint64(f.dirSeq, gen)
-		crashPoint(f, siteAnnounced)
+		gen = f.announceLocked()
 	}
 	if !f.unjournaled {
 		f.journal.Commit()
@@ -106,9 +99,35 @@ func (f *Filter) commitLocked() error {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
 		f.seenDirSeq.Store(gen)
 	}
-	f.publishLocked(c)
+	if f.mu.onCommit != nil {
+		f.publishLocked(c)
+	}
+	if len(c.dropped) == 0 {
+		return nil
+	}
+	return f.giveBackLocked(c.dropped)
+}
+
+// announceLocked tells readers in other processes of the directory the
+// change in flight wrote, and returns its generation: the change's
+// sequence. Readers watch the directory sequence. It is announced before
+// the commit, so that a process that dies between the two never leaves
+// readers blind to a directory it committed: a reader that looks before the
+// commit finds the directory not yet live and waits for the memory sequence
+// to move (see current), and the next writer's Open takes back an
+// announcement whose change never committed.
+func (f *Filter) announceLocked() uint64 {
+	gen := f.journal.MemSeq() + 1
+	atomic.StoreUint64(f.dirSeq, gen)
+	crashPoint(f, siteAnnounced)
+	return gen
+}
+
+// giveBackLocked gives back the room of sub-filters a committed change
+// retired, and unmaps it once no reader can reach it.
+func (f *Filter) giveBackLocked(dropped []*scaling.SubFilter) error {
 	var errs []error
-	for _, sub := range c.dropped {
+	for _, sub := range dropped {
 		sp := spaceOf(sub)
 		if err := f.file.Release(int64(sp.offset), int64(sp.size)); err != nil {
 			errs = append(errs, err)

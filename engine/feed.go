@@ -73,12 +73,10 @@ type touchedSpan struct {
 	length int
 }
 
-// publishLocked hands the change just committed to the subscriber.
+// publishLocked hands the change just committed to the subscriber, which
+// the caller has checked there is.
 func (f *Filter) publishLocked(c *change) {
 	fn := f.mu.onCommit
-	if fn == nil {
-		return
-	}
 	ev := &f.mu.event
 	*ev = Change{Seq: f.journal.MemSeq(), Counters: ev.Counters[:0]}
 	for _, t := range c.touched[:c.touchedN] {
