@@ -384,15 +384,19 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 // saturated, only if all of them are non-zero. It returns how many counters
 // went from one to zero, and false (changing nothing) if any was zero.
 func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
-	if !f.Test(p) {
-		return 0, false
-	}
 	if !p.flat {
-		// As in Increment, every word of the block.
+		// As in Increment, every word of the block. The words are read
+		// once, for the test and for the counters that reach zero.
 		words := f.blockOf(p)
 		var gone [wordsPerBlock]uint64 // the counters that reach zero
+		missing := uint64(0)
 		for i, m := range &p.masks {
-			gone[i] = m & ones(atomic.LoadUint64(&words[i]))
+			w := atomic.LoadUint64(&words[i])
+			missing |= m &^ nonZero(w)
+			gone[i] = m & ones(w)
+		}
+		if missing != 0 {
+			return 0, false
 		}
 		var presence *[2]uint64
 		var was [2]uint64
@@ -406,6 +410,9 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 			clearPresence(presence, was, &gone)
 		}
 		return cleared, true
+	}
+	if !f.Test(p) {
+		return 0, false
 	}
 	for i := range p.n {
 		m := p.masks[i]
