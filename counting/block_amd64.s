@@ -22,10 +22,32 @@
 	MOVQ  X0, off(DI) \
 	MOVHPS X0, off+8(DI)
 
-// func raiseBlock(block, masks *[8]uint64)
-TEXT ·raiseBlock(SB), NOSPLIT, $0-16
+// func raiseBlock(block, masks *[8]uint64, presence, set *[2]uint64) (was [2]uint64)
+//
+// The presence bits, when there are any, are set first, as
+// Filter.Increment's contract has them: two 8-byte moves, like the
+// counters'.
+TEXT ·raiseBlock(SB), NOSPLIT, $0-48
 	MOVQ block+0(FP), DI
 	MOVQ masks+8(FP), SI
+	MOVQ presence+16(FP), DX
+	XORQ AX, AX
+	XORQ BX, BX
+	TESTQ DX, DX
+	JZ   counters
+	MOVQ set+24(FP), CX
+	MOVQ 0(DX), AX
+	MOVQ 8(DX), BX
+	MOVQ 0(CX), R8
+	MOVQ 8(CX), R9
+	ORQ  AX, R8
+	ORQ  BX, R9
+	MOVQ R8, 0(DX)
+	MOVQ R9, 8(DX)
+
+counters:
+	MOVQ AX, was_0+32(FP)
+	MOVQ BX, was_1+40(FP)
 	LANE(0, PADDQ)
 	LANE(16, PADDQ)
 	LANE(32, PADDQ)

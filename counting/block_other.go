@@ -8,15 +8,24 @@ import (
 	"github.com/tallybloom/tallybloom/internal/release"
 )
 
-// raiseBlock adds one to every counter of block that masks flags (the low
-// bit of each) and that is not saturated, storing each word back with
-// release order, first to last. Saturated counters are left alone; the
-// rest are below 15, so the addition cannot carry into a neighbour.
-func raiseBlock(block, masks *[wordsPerBlock]uint64) {
+// raiseBlock sets the set bits in presence, unless presence is nil, and
+// returns the bits it held; then it adds one to every counter of block that
+// masks flags (the low bit of each) and that is not saturated. Every word
+// is stored with release order, first to last. Saturated counters are left
+// alone; the rest are below 15, so the addition cannot carry into a
+// neighbour.
+func raiseBlock(block, masks *[wordsPerBlock]uint64, presence, set *[2]uint64) (was [2]uint64) {
+	if presence != nil {
+		for i := range presence {
+			was[i] = atomic.LoadUint64(&presence[i])
+			release.Store64(&presence[i], was[i]|set[i])
+		}
+	}
 	for i, m := range masks {
 		w := atomic.LoadUint64(&block[i])
 		release.Store64(&block[i], w+m&^saturatedBits(w))
 	}
+	return was
 }
 
 // lowerBlock subtracts one from every counter of block that masks flags

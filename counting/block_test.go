@@ -10,7 +10,8 @@ import (
 // raiseBlock and lowerBlock change exactly the flagged counters, each by
 // one, leave a saturated counter at 15 and every other counter alone, on
 // random blocks crowded with saturated and zero counters: checked nibble by
-// nibble, whichever implementation this build has.
+// nibble, whichever implementation this build has. raiseBlock also sets the
+// presence bits it is given and returns those they held.
 func TestRaiseAndLowerBlockChangeOnlyFlaggedCounters(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	nibble := func(w uint64, n uint) uint64 { return w >> (4 * n) & MaxCounter }
@@ -32,7 +33,16 @@ func TestRaiseAndLowerBlockChangeOnlyFlaggedCounters(t *testing.T) {
 			}
 		}
 		before := block
-		raiseBlock(&block, &masks)
+		presence := [2]uint64{rng.Uint64(), rng.Uint64()}
+		set, held := [2]uint64{rng.Uint64(), rng.Uint64()}, presence
+		was := raiseBlock(&block, &masks, &presence, &set)
+		require.Equal(t, held, was, "the presence bits held before")
+		require.Equal(t, [2]uint64{held[0] | set[0], held[1] | set[1]}, presence)
+		if rng.IntN(2) == 0 {
+			// Without presence bits the block changes as it does with them.
+			block = before
+			require.Equal(t, [2]uint64{}, raiseBlock(&block, &masks, nil, nil))
+		}
 		for i := range block {
 			for n := range uint(16) {
 				was, now, flagged := nibble(before[i], n), nibble(block[i], n), masks[i]>>(4*n)&1 == 1

@@ -354,16 +354,20 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 		// was, within the block the undo record saved.
 		words := f.blockOf(p)
 		if f.presence != nil {
-			raised = f.markPresent(p)
-		} else {
-			var zero [wordsPerBlock]uint64
-			for i, m := range &p.masks {
-				zero[i] = m &^ nonZero(atomic.LoadUint64(&words[i]))
-			}
-			raised = countFlags(&zero)
+			// The presence bits are set before the counters are raised:
+			// a lookup may then find the key a moment early, as it may
+			// while the counters are half raised. Between changes a bit
+			// is set exactly where its counter is non-zero, so the bits
+			// that were clear are the counters that leave zero.
+			was := raiseBlock(words, &p.masks, f.presenceOf(p.base/wordsPerBlock), &p.set)
+			return bits.OnesCount64(p.set[0]&^was[0]) + bits.OnesCount64(p.set[1]&^was[1])
 		}
-		raiseBlock(words, &p.masks)
-		return raised
+		var zero [wordsPerBlock]uint64
+		for i, m := range &p.masks {
+			zero[i] = m &^ nonZero(atomic.LoadUint64(&words[i]))
+		}
+		raiseBlock(words, &p.masks, nil, nil)
+		return countFlags(&zero)
 	}
 	for i := range p.n {
 		m := p.masks[i]
@@ -401,7 +405,7 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		var presence *[2]uint64
 		var was [2]uint64
 		if f.presence != nil {
-			// Loaded before the counters' stores, as in markPresent.
+			// Loaded before the counters' stores, as in Increment.
 			presence = f.presenceOf(p.base / wordsPerBlock)
 			was = [2]uint64{atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])}
 		}
@@ -426,21 +430,6 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		release.Store64(word, w-m&^saturatedBits(w))
 	}
 	return cleared, true
-}
-
-// markPresent sets the presence bits of the probe's counters, before the
-// counters are raised: a lookup may then find the key a moment early, as it
-// may while the counters are half raised. Stored first, the bits' cache miss
-// overlaps the counters' instead of waiting behind their stores, which are
-// fences where they are sync/atomic's. It returns how many of the bits were
-// clear: the counters that go from zero to one, since between changes a
-// presence bit is set exactly where its counter is non-zero.
-func (f *Filter) markPresent(p *Probe) (raised int) {
-	presence := f.presenceOf(p.base / wordsPerBlock)
-	was0, was1 := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
-	release.Store64(&presence[0], was0|p.set[0])
-	release.Store64(&presence[1], was1|p.set[1])
-	return bits.OnesCount64(p.set[0]&^was0) + bits.OnesCount64(p.set[1]&^was1)
 }
 
 // countFlags counts the flags, the low bit of each nibble (as nonZero gives
