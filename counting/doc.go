@@ -31,8 +31,10 @@
 // # Concurrency
 //
 // Counter words and presence bits are read with atomic loads and written
-// with atomic release stores (internal/release): a reader sees one writer's
-// stores in the order it made them. Any number of goroutines may call
+// with release stores (internal/release), or on amd64 by raiseBlock and
+// lowerBlock, whose SSE2 arithmetic ends in one 8-byte move a word, in
+// order: a reader sees one writer's stores in the order it made them, each
+// word whole. Any number of goroutines may call
 // [Filter.Contains] and [Filter.Test] while one goroutine calls
 // [Filter.Increment] or [Filter.Decrement]; the caller serializes changes.
 package counting
