@@ -191,16 +191,28 @@ const sevens = 0x070e1c3870e1c387
 
 // Prefetch asks for the key's block and its presence bits without waiting
 // for them. It reads neither: a caller may prefetch a filter whose regions
-// are being unmapped (see internal/prefetch).
+// are being unmapped (see internal/prefetch). The addresses are computed
+// without the slices' bounds checks, which would cost more than the
+// requests: a prefetch never faults, wherever it points.
 func (f *Filter) Prefetch(h Hash) {
 	if f.geometry.Flat {
 		return
 	}
-	block := f.block(h)
-	prefetch.Line(unsafe.Pointer(f.blockWords(block)))
-	if f.presence != nil {
-		prefetch.Line(unsafe.Pointer(f.presenceOf(block)))
+	counters, presence := f.lines(f.block(h))
+	prefetch.Line(counters)
+	if presence != nil {
+		prefetch.Line(presence)
 	}
+}
+
+// lines is the address of block's counters and of its presence bits (nil
+// without them), computed without bounds checks: for prefetches only.
+func (f *Filter) lines(block uint64) (counters, presence unsafe.Pointer) {
+	counters = unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), uintptr(block)*BlockBytes)
+	if f.presence != nil {
+		presence = unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.presence)), uintptr(block)*PresenceBytesPerBlock)
+	}
+	return counters, presence
 }
 
 // warmBlock loads a word of block and one of its presence bits.

@@ -4,6 +4,7 @@ package counting
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -27,6 +28,25 @@ func TestPrefetchOfAnUnmappedFilterDoesNotFault(t *testing.T) {
 	require.NoError(t, unix.Munmap(presence))
 	for i := range 10_000 {
 		f.Prefetch(h.Key(key(i)))
+	}
+}
+
+// Prefetch asks for the lines a change of the key reads: its block and its
+// presence bits, at the addresses the checked accessors give.
+func TestPrefetchAsksForTheKeysLines(t *testing.T) {
+	for _, presence := range []bool{true, false} {
+		g, err := Plan(100_000, 0.01)
+		require.NoError(t, err)
+		f, _ := newTestFilter(t, g, presence)
+		for block := range g.Blocks {
+			counters, bits := f.lines(block)
+			require.Equal(t, unsafe.Pointer(f.blockWords(block)), counters, "block %d", block)
+			if presence {
+				require.Equal(t, unsafe.Pointer(f.presenceOf(block)), bits, "block %d", block)
+			} else {
+				require.Nil(t, bits)
+			}
+		}
 	}
 }
 
