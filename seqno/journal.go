@@ -175,6 +175,14 @@ func (j *Journal) Pending() ([]Span, bool, error) {
 
 // checksum is the crc32c of the record's sequence and span count,
 // little-endian, then its used spans; spans is at most MaxSpans.
+//
+// It is on the path of every change: 172 bytes for an add. Where the
+// processor has CRC32Q, crc1 runs it as one chain, a span of ten CRC32Q
+// steps a turn of its loop, with none of hash/crc32's dispatch: 14 to 16 ns
+// for an add's record on an AMD EPYC, where three chains side by side,
+// joined with tables that carry a state over the bytes after it, took 23
+// to 25 (the joining cost more than the chain's wait). Elsewhere hash/crc32
+// computes the same checksum.
 func (j *Journal) checksum(seq uint64, spans int) uint32 {
 	if hasCRC1 {
 		return ^crc1(seq, uint32(spans), &j.region[undoSpans])
