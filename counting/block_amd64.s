@@ -24,9 +24,9 @@
 
 // func raiseBlock(block, masks *[8]uint64, presence, set *[2]uint64) (was [2]uint64)
 //
-// The presence bits, when there are any, are set first, as
-// Filter.Increment's contract has them: two 8-byte moves, like the
-// counters'.
+// The presence bits, when there are any, are set first, before the
+// counters they stand for (see Filter.Increment): two 8-byte moves, like
+// the counters'.
 TEXT ·raiseBlock(SB), NOSPLIT, $0-48
 	MOVQ block+0(FP), DI
 	MOVQ masks+8(FP), SI
