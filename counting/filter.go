@@ -291,7 +291,7 @@ func spread16(x uint64) uint64 {
 var spreadByte = func() (table [256]uint32) {
 	for b := range table {
 		for t := range uint(8) {
-			if b&(1<<(7-t)) != 0 {
+			if uint64(b)&presenceBit(t) != 0 {
 				table[b] |= 1 << nibbleShift(t)
 			}
 		}
