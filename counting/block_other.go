@@ -13,7 +13,9 @@ import (
 // masks flags (the low bit of each) and that is not saturated. Every word
 // is stored with release order, first to last. Saturated counters are left
 // alone; the rest are below 15, so the addition cannot carry into a
-// neighbour.
+// neighbour. A word without a flagged counter is neither loaded nor stored:
+// a key's counters fall in five or six of a block's eight words, and here
+// each store is sync/atomic's.
 func raiseBlock(block, masks *[wordsPerBlock]uint64, presence, set *[2]uint64) (was [2]uint64) {
 	if presence != nil {
 		for i := range presence {
@@ -22,6 +24,9 @@ func raiseBlock(block, masks *[wordsPerBlock]uint64, presence, set *[2]uint64) (
 		}
 	}
 	for i, m := range masks {
+		if m == 0 {
+			continue
+		}
 		w := atomic.LoadUint64(&block[i])
 		release.Store64(&block[i], w+m&^saturatedBits(w))
 	}
@@ -29,10 +34,14 @@ func raiseBlock(block, masks *[wordsPerBlock]uint64, presence, set *[2]uint64) (
 }
 
 // lowerBlock subtracts one from every counter of block that masks flags
-// and that is not saturated, as raiseBlock stores. Every flagged counter
-// must be at least 1, so the subtraction cannot borrow.
+// and that is not saturated, as raiseBlock stores, skipping the words
+// without one. Every flagged counter must be at least 1, so the
+// subtraction cannot borrow.
 func lowerBlock(block, masks *[wordsPerBlock]uint64) {
 	for i, m := range masks {
+		if m == 0 {
+			continue
+		}
 		w := atomic.LoadUint64(&block[i])
 		release.Store64(&block[i], w-m&^saturatedBits(w))
 	}
