@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -222,8 +223,8 @@ func newSubject(b *testing.B, lib string, capacity uint64) Subject {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	for _, s := range filled.subjects {
-		if t, ok := s.(*tally); ok {
-			t.Close()
+		if c, ok := s.(io.Closer); ok {
+			c.Close()
 		}
 	}
 	if filled.dir != "" {
@@ -349,8 +350,8 @@ func BenchmarkAdd(b *testing.B) {
 func addSubject(b *testing.B, lib string, s size, keys [][]byte) Subject {
 	if s.fresh {
 		subject := newSubject(b, lib, s.capacity)
-		if t, ok := subject.(*tally); ok {
-			b.Cleanup(func() { t.Close() })
+		if c, ok := subject.(io.Closer); ok {
+			b.Cleanup(func() { c.Close() })
 		}
 		return subject
 	}
@@ -425,6 +426,15 @@ func benchmarkAdd(b *testing.B, subject Subject, keys [][]byte) {
 	}
 }
 
+// removers are the libraries measured that remove keys.
+func removers() []string {
+	libs := []string{Tallybloom, BoomCounting}
+	if slices.Contains(Libraries, Dablooms) {
+		libs = append(libs, Dablooms)
+	}
+	return libs
+}
+
 // BenchmarkRemove removes keys added before the timing from a filter built
 // for the size, for the filters that can remove. When every key is removed,
 // they are added again with the timer stopped. The runs share one filter,
@@ -432,7 +442,7 @@ func benchmarkAdd(b *testing.B, subject Subject, keys [][]byte) {
 func BenchmarkRemove(b *testing.B) {
 	for _, s := range sizes(b) {
 		keys := keySet(s.probes, addKeys)
-		for _, lib := range []string{Tallybloom, BoomCounting} {
+		for _, lib := range removers() {
 			name := fmt.Sprintf("remove/%s/%s", s.label, lib)
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
 				built, fresh := kept(name, func() Subject { return newSubject(b, lib, s.capacity) })

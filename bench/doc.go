@@ -1,7 +1,9 @@
 // Package bench measures tallybloom against the filters a user would pick
 // instead, side by side in one run: bits-and-blooms/bloom (the default Go
-// Bloom filter), BoomFilters' counting and scalable filters, and blobloom
-// (a blocked filter, the physical limit of one cache line per lookup).
+// Bloom filter), BoomFilters' counting and scalable filters, blobloom (a
+// blocked filter, the physical limit of one cache line per lookup), and, in
+// builds with the dablooms tag and cgo, bitly's dablooms, the C library
+// tallybloom succeeds (see package dablooms; cmd/report builds it).
 //
 // It is a module of its own so that the peers never enter tallybloom's
 // go.mod. The benchmarks are in bench_test.go; cmd/report runs them and

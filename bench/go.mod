@@ -3,6 +3,7 @@ module github.com/tallybloom/tallybloom/bench
 go 1.26.0
 
 require (
+	github.com/bitly/dablooms v0.9.1
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/greatroar/blobloom v0.8.1

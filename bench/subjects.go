@@ -49,10 +49,16 @@ const (
 	BoomCounting       = "boom-counting"
 	BoomScalable       = "boom-scalable"
 	Blobloom           = "blobloom"
+	// Dablooms is measured in builds with the dablooms tag and cgo (see
+	// package dablooms), which add it to Libraries.
+	Dablooms = "dablooms"
 )
 
 // Libraries are the subjects measured at each size, tallybloom first.
 var Libraries = []string{Tallybloom, TallybloomFixed, TallybloomLarge, TallybloomCounters, BitsAndBlooms, BoomCounting, BoomScalable, Blobloom}
+
+// optional makes the filters of the libraries some builds add.
+var optional = map[string]func(n uint64, dir string) (Subject, error){}
 
 // NewSubject makes an empty filter of lib for n keys at ErrorRate; dir holds
 // tallybloom's file.
@@ -75,6 +81,9 @@ func NewSubject(lib string, n uint64, dir string) (Subject, error) {
 		return &boomScalable{f: boom.NewScalableBloomFilter(uint(n), ErrorRate, 0.9)}, nil
 	case Blobloom:
 		return &blob{f: blobloom.NewOptimized(blobloom.Config{Capacity: n, FPRate: ErrorRate})}, nil
+	}
+	if newSubject, ok := optional[lib]; ok {
+		return newSubject(n, dir)
 	}
 	return nil, fmt.Errorf("bench: unknown library %q", lib)
 }

@@ -32,6 +32,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/tallybloom/tallybloom/bench/dablooms"
 )
 
 func main() {
@@ -66,8 +68,21 @@ func run(full bool, count int, out, chart string) error {
 	if full {
 		benchtime = "1s"
 	}
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime,
-		"-count", strconv.Itoa(count), "-timeout", "60m", ".", "-args", "-sizes", mode)
+	h := thisMachine()
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime,
+		"-count", strconv.Itoa(count), "-timeout", "60m"}
+	env, err := buildDablooms()
+	if err != nil {
+		// The Go peers are measured all the same; the report says why
+		// dablooms is not.
+		h.noDablooms = err.Error()
+		fmt.Fprintf(os.Stderr, "dablooms will not be measured: %v\n", err)
+	} else {
+		defer os.RemoveAll(env.dir)
+		args = append(args, "-tags", "dablooms")
+	}
+	cmd := exec.Command("go", append(args, ".", "-args", "-sizes", mode)...)
+	cmd.Env = append(os.Environ(), env.vars...)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -80,8 +95,30 @@ func run(full bool, count int, out, chart string) error {
 	if err := drawChart(results, chart); err != nil {
 		return err
 	}
-	report := write(results, thisMachine(), mode, count, benchtime, time.Since(start), chart)
+	report := write(results, h, mode, count, benchtime, time.Since(start), chart)
 	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// dabloomsBuild is where buildDablooms compiled dablooms, and the
+// environment that links the bench with it.
+type dabloomsBuild struct {
+	dir  string
+	vars []string
+}
+
+// buildDablooms compiles dablooms, the C library tallybloom succeeds, for
+// the bench's dablooms build; it fails where there is no C compiler.
+func buildDablooms() (dabloomsBuild, error) {
+	dir, err := os.MkdirTemp("", "tallybloom-dablooms")
+	if err != nil {
+		return dabloomsBuild{}, err
+	}
+	flags, err := dablooms.Build(".", dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return dabloomsBuild{}, err
+	}
+	return dabloomsBuild{dir: dir, vars: flags.Env()}, nil
 }
 
 // errNoRedis is run's error when redis-server is not on the PATH.
@@ -166,7 +203,7 @@ func values(results map[string]result, name, metric string) []float64 {
 	return results[name][metric]
 }
 
-var libraries = []string{"tallybloom", "tallybloom-fixed", "tallybloom-large", "tallybloom-counters", "bits-and-blooms", "boom-counting", "boom-scalable", "blobloom"}
+var libraries = []string{"tallybloom", "tallybloom-fixed", "tallybloom-large", "tallybloom-counters", "bits-and-blooms", "boom-counting", "boom-scalable", "blobloom", "dablooms"}
 
 // target is one line of the issue's targets: a measured ratio and its limit,
 // for one way of running tallybloom.
@@ -392,9 +429,14 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 	}
 	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below, one run however many the others have: each makes a 64M file and removes it, which takes seconds) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
 		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
+	b.WriteString(dabloomsNote(r, h))
 	b.WriteString(sideBySide(r))
 	fmt.Fprintf(&b, "\n## Everything else\n\n")
-	fmt.Fprintf(&b, "TestAndAdd is of keys the filter holds, a lookup that hits; TestAndAddNew of keys it has not seen, a lookup that misses and then an add. BoomFilters' counting filter is the only peer that removes. A ratio is to the row of bits-and-blooms with the same workload and size, where there is one.\n\n")
+	removers := "BoomFilters' counting filter is the only peer that removes"
+	if _, ok := r["Remove/1M/dablooms"]; ok {
+		removers = "BoomFilters' counting filter and dablooms are the peers that remove"
+	}
+	fmt.Fprintf(&b, "TestAndAdd is of keys the filter holds, a lookup that hits; TestAndAddNew of keys it has not seen, a lookup that misses and then an add. %s. A ratio is to the row of bits-and-blooms with the same workload and size, where there is one.\n\n", removers)
 	fmt.Fprintf(&b, "| benchmark | ns/op | vs bits-and-blooms | allocs/op | other |\n| --- | --- | --- | --- | --- |\n")
 	names := make([]string, 0, len(r))
 	for name := range r {
@@ -414,6 +456,23 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 			optional(get(r, name, "allocs/op"), "%.0f"), strings.Join(other, ", "))
 	}
 	return b.String()
+}
+
+// dabloomsNote says how dablooms was measured, or why it was not.
+func dabloomsNote(r map[string]result, h host) string {
+	if _, ok := r["Contains/1M/dablooms/member"]; !ok {
+		why := h.noDablooms
+		if why == "" {
+			why = "the bench ran without its dablooms build"
+		}
+		return fmt.Sprintf("\ndablooms, bitly's C library that tallybloom succeeds, was not measured in this run: %s.\n", why)
+	}
+	return fmt.Sprintf("\ndablooms is bitly's C library that tallybloom succeeds, at its last release (v0.9.1), compiled from the source the Go module proxy serves, with the -O2 of its own Makefile. "+
+		"It is called through cgo, as a Go service would call it: every add, lookup and remove crosses from Go into C, which costs %.0f ns a call on this machine (CgoCall, below). "+
+		"It is given a rate of 2%%, so that its one sub-filter is built for 1%% as the plain filters are: it builds its first sub-filter for half the rate it is given (its tightening ratio is 0.5), and every key here has one id, for which it never opens a second. "+
+		"It keeps 4-bit counters and no presence bits, and a lookup of a key it holds reads seven of them at 1%%, each in a cache line of its own. "+
+		"An add that finds a counter at 15 writes a line to C's stderr; the benchmarks add the same keys many times over at 20K and 1M, and those lines go to /dev/null.\n",
+		get(r, "CgoCall", "ns/op"))
 }
 
 // sideBySide is the section on BenchmarkContainsSideBySide: each way's
@@ -477,6 +536,8 @@ func optional(v float64, format string) string {
 type host struct {
 	about string
 	llc   int64 // bytes of the last-level cache, 0 if unknown
+	// noDablooms is why dablooms could not be built here, "" if it was.
+	noDablooms string
 }
 
 func thisMachine() host {
@@ -630,7 +691,9 @@ func drawChart(r map[string]result, path string) error {
 				points = append(points, plotter.XY{X: size.x, Y: v})
 			}
 		}
-		lines = append(lines, lib, points)
+		if len(points) > 0 {
+			lines = append(lines, lib, points)
+		}
 	}
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err

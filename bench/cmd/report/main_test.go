@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -259,4 +260,39 @@ func TestAShortRunOverItsFiveMinutesSaysSo(t *testing.T) {
 	require.NotContains(t, write(r, testHost, "short", 3, "250ms", 4*time.Minute+50*time.Second, "results.svg"), over)
 	require.Contains(t, write(r, testHost, "short", 3, "250ms", 5*time.Minute+10*time.Second, "results.svg"), over)
 	require.NotContains(t, write(r, testHost, "full", 3, "1s", 16*time.Minute, "results.svg"), over, "full mode has no limit")
+}
+
+func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
+	ns := func(v float64) map[string][]float64 { return map[string][]float64{"ns/op": {v}} }
+	measured := parse(benchOutput(1, map[string]map[string][]float64{
+		"Contains/1M/dablooms/member":        ns(150),
+		"Contains/1M/bits-and-blooms/member": ns(100),
+		"Remove/1M/dablooms":                 ns(160),
+		"CgoCall":                            ns(31),
+	}))
+	report := write(measured, testHost, "short", 1, "250ms", time.Minute, "results.svg")
+	require.Contains(t, report, "| Contains member | 1M | dablooms | 150.0 | 1.50x |", "a row of the table, against bits-and-blooms")
+	require.Contains(t, report, "which costs 31 ns a call on this machine", "the cost of cgo, from its benchmark")
+	require.Contains(t, report, "BoomFilters' counting filter and dablooms are the peers that remove")
+
+	without := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/bits-and-blooms/member": ns(100)}))
+	noCompiler := testHost
+	noCompiler.noDablooms = "dablooms: no C compiler (cc) on the PATH"
+	report = write(without, noCompiler, "short", 1, "250ms", time.Minute, "results.svg")
+	require.Contains(t, report, "dablooms, bitly's C library that tallybloom succeeds, was not measured in this run: dablooms: no C compiler (cc) on the PATH.")
+	require.NotContains(t, report, "| dablooms |")
+	require.Contains(t, report, "BoomFilters' counting filter is the only peer that removes")
+}
+
+func TestChartLeavesOutALibraryWithoutResults(t *testing.T) {
+	r := parse(benchOutput(1, map[string]map[string][]float64{
+		"Contains/20K/bits-and-blooms/member": {"ns/op": {100}},
+		"Contains/1M/bits-and-blooms/member":  {"ns/op": {110}},
+	}))
+	path := filepath.Join(t.TempDir(), "chart.svg")
+	require.NoError(t, drawChart(r, path))
+	svg, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "bits-and-blooms")
+	require.NotContains(t, string(svg), "dablooms", "no legend entry for a library not measured")
 }
