@@ -155,17 +155,24 @@ func filledSubject(b *testing.B, lib string, s size) Subject {
 	return subject
 }
 
-// prefill builds the filled filters of libs at s that are not built yet,
-// as many at once as there are cores. Building them is setup, not timed,
-// and at 64M it is most of the suite's: one at a time, the nine 64M
-// filters of the short mode took about 50 of its 300 seconds here.
+// prefill builds the filled filters of libs at s that are not built yet
+// (see build).
 func prefill(b *testing.B, s size, libs []string) {
 	b.Helper()
-	keys := members(s.fill)
+	build(b, libs, s.capacity, members(s.fill), func(lib string) string { return lib + "/" + s.label })
+}
+
+// build makes the filters of libs for capacity keys that are not kept yet
+// under name(lib), adds keys to each and keeps it, as many at once as there
+// are cores. Building them is setup, not timed, and at 64M it is most of
+// the suite's: one at a time, the nine 64M filters of the short mode took
+// about 50 of its 300 seconds here.
+func build(b *testing.B, libs []string, capacity uint64, keys [][]byte, name func(lib string) string) {
+	b.Helper()
 	filled.Lock()
 	var todo []string
 	for _, lib := range libs {
-		if _, ok := filled.subjects[lib+"/"+s.label]; !ok {
+		if _, ok := filled.subjects[name(lib)]; !ok {
 			todo = append(todo, lib)
 		}
 	}
@@ -178,7 +185,7 @@ func prefill(b *testing.B, s size, libs []string) {
 	for range runtime.NumCPU() {
 		wg.Go(func() {
 			for i := range next {
-				built[i], errs[i] = NewSubject(todo[i], s.capacity, dir)
+				built[i], errs[i] = NewSubject(todo[i], capacity, dir)
 				if errs[i] == nil {
 					errs[i] = fillWith(built[i], keys)
 				}
@@ -194,9 +201,9 @@ func prefill(b *testing.B, s size, libs []string) {
 	defer filled.Unlock()
 	for i, lib := range todo {
 		if errs[i] != nil {
-			b.Fatalf("building %s at %s: %v", lib, s.label, errs[i])
+			b.Fatalf("building %s: %v", name(lib), errs[i])
 		}
-		filled.subjects[lib+"/"+s.label] = built[i]
+		filled.subjects[name(lib)] = built[i]
 	}
 }
 
@@ -503,16 +510,17 @@ func removers() []string {
 func BenchmarkRemove(b *testing.B) {
 	for _, s := range sizes(b) {
 		keys := keySet(s.probes, addKeys)
+		removeName := func(lib string) string { return fmt.Sprintf("remove/%s/%s", s.label, lib) }
+		build(b, removers(), s.capacity, keys, removeName)
 		for _, lib := range removers() {
-			name := fmt.Sprintf("remove/%s/%s", s.label, lib)
+			name := removeName(lib)
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
-				built, fresh := kept(name, func() Subject { return newSubject(b, lib, s.capacity) })
+				built, _ := kept(name, func() Subject {
+					subject := newSubject(b, lib, s.capacity)
+					fill(b, subject, keys)
+					return subject
+				})
 				subject := built.(Remover)
-				if fresh {
-					for _, k := range keys {
-						subject.Add(k)
-					}
-				}
 				// keys[:i] are removed, the rest held.
 				i := filled.removed[name]
 				defer func() { filled.removed[name] = i }()
