@@ -156,7 +156,7 @@ func filledSubject(b *testing.B, lib string, s size) Subject {
 }
 
 // prefill builds the filled filters of libs at s that are not built yet
-// (see build), then waits for the kernel to write the new files back
+// (see buildKept), then waits for the kernel to write the new files back
 // (settle, 3 to 4 s after the short mode's 64M filters), rather than let
 // that write-back of gigabytes run under the benchmarks that follow. A
 // benchmark that stores into these filters makes their pages dirty again
@@ -164,17 +164,17 @@ func filledSubject(b *testing.B, lib string, s size) Subject {
 // back faults.
 func prefill(b *testing.B, s size, libs []string) {
 	b.Helper()
-	if build(b, libs, s.capacity, members(s.fill), func(lib string) string { return lib + "/" + s.label }) > 0 {
+	if buildKept(b, libs, s.capacity, members(s.fill), func(lib string) string { return lib + "/" + s.label }) > 0 {
 		settle()
 	}
 }
 
-// build makes the filters of libs for capacity keys that are not kept yet
+// buildKept makes the filters of libs for capacity keys that are not kept yet
 // under name(lib), adds keys to each and keeps it, as many at once as there
 // are cores, and returns how many it made. Building them is setup, not
 // timed, and at 64M it is most of the suite's: one at a time, the nine 64M
 // filters of the short mode took about 50 of its 300 seconds here.
-func build(b *testing.B, libs []string, capacity uint64, keys [][]byte, name func(lib string) string) int {
+func buildKept(b *testing.B, libs []string, capacity uint64, keys [][]byte, name func(lib string) string) int {
 	b.Helper()
 	filled.Lock()
 	var todo []string
@@ -520,13 +520,14 @@ func removers() []string {
 func BenchmarkRemove(b *testing.B) {
 	for _, s := range sizes(b) {
 		keys := keySet(s.probes, addKeys)
-		// Built just before their timing and not synced: their pages are
-		// dirty, as a service's that changes all the time are.
 		removeName := func(lib string) string { return fmt.Sprintf("remove/%s/%s", s.label, lib) }
-		build(b, removers(), s.capacity, keys, removeName)
 		for _, lib := range removers() {
 			name := removeName(lib)
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
+				// The first run at a size builds every remover's filter of
+				// it, just before the timing and not synced: their pages
+				// are dirty, as a service's that changes all the time are.
+				buildKept(b, removers(), s.capacity, keys, removeName)
 				built, _ := kept(name, func() Subject {
 					subject := newSubject(b, lib, s.capacity)
 					fill(b, subject, keys)
