@@ -528,12 +528,9 @@ func BenchmarkRemove(b *testing.B) {
 				// it, just before the timing and not synced: their pages
 				// are dirty, as a service's that changes all the time are.
 				buildKept(b, removers(), s.capacity, keys, removeName)
-				built, _ := kept(name, func() Subject {
-					subject := newSubject(b, lib, s.capacity)
-					fill(b, subject, keys)
-					return subject
-				})
-				subject := built.(Remover)
+				filled.Lock()
+				subject := filled.subjects[name].(Remover)
+				filled.Unlock()
 				// keys[:i] are removed, the rest held.
 				i := filled.removed[name]
 				defer func() { filled.removed[name] = i }()
