@@ -710,34 +710,16 @@ func benchmarkTestAndAdd(b *testing.B, keys [][]byte, fresh bool, testAndAdd fun
 func BenchmarkChain(b *testing.B) {
 	perSub := sizes(b)[0].capacity / 10
 	nonMembers := Keys(probeKeys, 6)
+	libs := []string{Tallybloom, TallybloomLarge, BoomScalable}
+	if slices.Contains(Libraries, Dablooms) {
+		libs = append(libs, Dablooms)
+	}
 	for _, subs := range []int{1, 5, 10} {
-		for _, lib := range []string{Tallybloom, TallybloomLarge, BoomScalable} {
+		for _, lib := range libs {
 			b.Run(fmt.Sprintf("subs=%d/%s", subs, lib), func(b *testing.B) {
-				var subject Subject
-				if lib != BoomScalable {
-					f, err := engine.Create(filepath.Join(b.TempDir(), "chain.tb"), engine.Config{Capacity: perSub, ErrorRate: ErrorRate, Growth: 1, Seed: 1},
-						&engine.Options{LargePages: lib == TallybloomLarge})
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer f.Close()
-					// With growth 1 every sub-filter takes perSub keys, and the
-					// add after that opens the next.
-					for id := range uint64(subs) * perSub {
-						_ = f.Add(chainKey(id), id)
-					}
-					if st := f.Stats(); len(st.SubFilters) != subs || st.Count != uint64(subs)*perSub {
-						b.Fatalf("%d sub-filters holding %d keys, want %d full", len(st.SubFilters), st.Count, subs)
-					}
-					subject = &tally{f: f}
-				} else {
-					// BoomFilters grows by its own rule: add until it has
-					// the sub-filters asked for.
-					boomSub := newSubject(b, BoomScalable, perSub).(*boomScalable)
-					for id := uint64(0); boomFilters(boomSub) < subs; id++ {
-						boomSub.Add(chainKey(id))
-					}
-					subject = boomSub
+				subject := chain(b, lib, subs, perSub)
+				if c, ok := subject.(io.Closer); ok {
+					defer c.Close()
 				}
 				b.ReportAllocs()
 				i := 0
@@ -749,6 +731,58 @@ func BenchmarkChain(b *testing.B) {
 			})
 		}
 	}
+}
+
+// idRouted is a filter that adds a key to the sub-filter its id belongs
+// to, and opens a new one for an id above every one it has seen once the
+// newest is full, as tallybloom does: dablooms.
+type idRouted interface {
+	Subject
+	addID(key []byte, id uint64)
+	subFilters() int
+}
+
+// chain is lib's filter of subs full sub-filters of perSub keys each.
+func chain(b *testing.B, lib string, subs int, perSub uint64) Subject {
+	switch lib {
+	case Tallybloom, TallybloomLarge:
+		f, err := engine.Create(filepath.Join(b.TempDir(), "chain.tb"), engine.Config{Capacity: perSub, ErrorRate: ErrorRate, Growth: 1, Seed: 1},
+			&engine.Options{LargePages: lib == TallybloomLarge})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// With growth 1 every sub-filter takes perSub keys, and the add
+		// after that opens the next.
+		for id := range uint64(subs) * perSub {
+			_ = f.Add(chainKey(id), id)
+		}
+		if st := f.Stats(); len(st.SubFilters) != subs || st.Count != uint64(subs)*perSub {
+			f.Close()
+			b.Fatalf("%d sub-filters holding %d keys, want %d full", len(st.SubFilters), st.Count, subs)
+		}
+		return &tally{f: f}
+	case BoomScalable:
+		// BoomFilters grows by its own rule: add until it has the
+		// sub-filters asked for.
+		boomSub := newSubject(b, BoomScalable, perSub).(*boomScalable)
+		for id := uint64(0); boomFilters(boomSub) < subs; id++ {
+			boomSub.Add(chainKey(id))
+		}
+		return boomSub
+	}
+	// dablooms fills a sub-filter of capacity c with c-1 keys: given one
+	// more, each of its sub-filters takes perSub keys, as tallybloom's do.
+	routed, ok := newSubject(b, lib, perSub+1).(idRouted)
+	if !ok {
+		b.Fatalf("bench: %s does not route keys by id", lib)
+	}
+	for id := range uint64(subs) * perSub {
+		routed.addID(chainKey(id), id)
+	}
+	if got := routed.subFilters(); got != subs {
+		b.Fatalf("%s has %d sub-filters, want %d", lib, got, subs)
+	}
+	return routed
 }
 
 // chainKeys fill the chains: generated a chunk at a time and kept, since

@@ -37,6 +37,9 @@ func (d *dabloomsSubject) Add(key []byte)           { d.f.Add(key, tallyID) }
 func (d *dabloomsSubject) Contains(key []byte) bool { return d.f.Check(key) }
 func (d *dabloomsSubject) Bytes() uint64            { return d.f.Bytes() }
 
+func (d *dabloomsSubject) addID(key []byte, id uint64) { d.f.Add(key, id) }
+func (d *dabloomsSubject) subFilters() int             { return d.f.SubFilters() }
+
 // Remove removes the key if dablooms finds it, so that, as BoomFilters'
 // TestAndRemove, it never lowers the counters of a key it does not hold.
 func (d *dabloomsSubject) Remove(key []byte) bool {

@@ -87,6 +87,9 @@ func (f *Filter) Check(k []byte) bool {
 	return C.scaling_bloom_check(f.f, key(k), C.size_t(len(k))) == 1
 }
 
+// SubFilters is the number of sub-filters dablooms has opened.
+func (f *Filter) SubFilters() int { return int(f.f.num_blooms) }
+
 // Bytes is the size of the filter's file: its headers and counters.
 func (f *Filter) Bytes() uint64 {
 	info, err := os.Stat(f.path)

@@ -42,6 +42,28 @@ func TestFilterAddsChecksAndRemoves(t *testing.T) {
 	require.NoFileExists(t, path)
 }
 
+func TestFilterOpensASubFilterForAHigherIDOnceFull(t *testing.T) {
+	f, err := New(100, 0.01, filepath.Join(t.TempDir(), "d.bin"))
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, 1, f.SubFilters())
+	for i := range 500 {
+		f.Add(fmt.Appendf(nil, "same-id/%d", i), 1)
+	}
+	require.Equal(t, 1, f.SubFilters(), "keys of one id stay in the first sub-filter, however many")
+	// The first add of a higher id opens the second sub-filter, which
+	// takes capacity-1 keys; the add of a higher id after that opens the
+	// third.
+	f.Add([]byte("id/2"), 2)
+	require.Equal(t, 2, f.SubFilters())
+	id := uint64(3)
+	for f.SubFilters() < 3 {
+		f.Add(fmt.Appendf(nil, "id/%d", id), id)
+		id++
+	}
+	require.Equal(t, uint64(2+100), id, "the third sub-filter opened at the add after the second held 99 keys")
+}
+
 func TestNewRefusesAPathItCannotCreate(t *testing.T) {
 	_, err := New(100, 0.01, filepath.Join(t.TempDir(), "missing", "d.bin"))
 	require.ErrorIs(t, err, ErrCreate)
