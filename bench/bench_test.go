@@ -553,28 +553,51 @@ func BenchmarkRemove(b *testing.B) {
 	}
 }
 
-// BenchmarkTestAndAdd is the deduplicator's step on a filter built for the
-// size: one pass over the keys before the first run's timing adds them, so
-// the timing sees keys already seen and no first store into an untouched
-// page. The runs share one filter.
+// testAndAdders are the libraries the TestAndAdd benchmarks measure: the
+// ones with a test-and-add of their own, and dablooms, whose user looks a
+// key up and adds it if it is missing.
+func testAndAdders() []string {
+	libs := []string{Tallybloom, BoomCounting, BitsAndBlooms}
+	if slices.Contains(Libraries, Dablooms) {
+		libs = append(libs, Dablooms)
+	}
+	return libs
+}
+
+// BenchmarkTestAndAdd is the deduplicator's step for keys the filter holds,
+// a lookup that hits. At the fresh size the filter is new and one pass over
+// the keys before the first run's timing adds them, so the timing sees
+// keys already seen and no first store into an untouched page; the runs
+// share that filter. At the size far larger than the cache it is the filled
+// filter and the keys are those a member lookup cycles through.
 func BenchmarkTestAndAdd(b *testing.B) {
 	for _, s := range sizes(b) {
-		keys := keySet(s.probes, addKeys)
-		subject := func(b *testing.B, lib string) (Subject, bool) {
-			return kept("testandadd/"+s.label+"/"+lib, func() Subject { return newSubject(b, lib, s.capacity) })
+		for _, lib := range testAndAdders() {
+			b.Run(s.label+"/"+lib, func(b *testing.B) {
+				var subject Subject
+				keys := probes(s)
+				if s.fresh {
+					keys = keySet(s.probes, addKeys)
+					var built bool
+					subject, built = kept("testandadd/"+s.label+"/"+lib, func() Subject { return newSubject(b, lib, s.capacity) })
+					if built {
+						fill(b, subject, keys)
+					}
+				} else {
+					prefill(b, s, Libraries)
+					subject = filledSubject(b, lib, s)
+				}
+				testAndAdd := testAndAddOf(subject)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					testAndAdd(keys[i])
+					if i++; i == len(keys) {
+						i = 0
+					}
+				}
+			})
 		}
-		b.Run(s.label+"/"+Tallybloom, func(b *testing.B) {
-			f, fresh := subject(b, Tallybloom)
-			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { _, _ = f.(*tally).f.TestAndAdd(k, tallyID) })
-		})
-		b.Run(s.label+"/"+BoomCounting, func(b *testing.B) {
-			f, fresh := subject(b, BoomCounting)
-			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { f.(*boomCounting).f.TestAndAdd(k) })
-		})
-		b.Run(s.label+"/"+BitsAndBlooms, func(b *testing.B) {
-			f, fresh := subject(b, BitsAndBlooms)
-			benchmarkTestAndAdd(b, keys, fresh, func(k []byte) { f.(*bnb).f.TestAndAdd(k) })
-		})
 	}
 }
 
@@ -583,14 +606,14 @@ func BenchmarkTestAndAdd(b *testing.B) {
 // size's adds go into (empty at 1M, filled at 64M). Before each pass over
 // the pool its keys are made new (their first eight bytes, a set no other
 // benchmark uses); after it, with the timer stopped, the filter is put back
-// as it was: tallybloom and BoomFilters' counting filter remove the keys
-// they added, and bits-and-blooms, which cannot remove, works on a copy
+// as it was: tallybloom, BoomFilters' counting filter and dablooms remove
+// the keys they added, and bits-and-blooms, which cannot remove, works on a copy
 // whose bits are put back from the filter. Every pass sees the same filter,
 // and the benchmarks after this one find theirs unchanged.
 func BenchmarkTestAndAddNew(b *testing.B) {
 	pool := Keys(probeKeys, 9)
 	for _, s := range sizes(b) {
-		for _, lib := range []string{Tallybloom, BoomCounting, BitsAndBlooms} {
+		for _, lib := range testAndAdders() {
 			b.Run(s.label+"/"+lib, func(b *testing.B) {
 				var subject Subject
 				if s.fresh {
@@ -647,62 +670,64 @@ const warmPasses = 8
 // newKeysSet is above every set of Keys the benchmarks ask for.
 const newKeysSet = 1 << 40
 
-// newKeySteps are subject's test-and-add, which reports whether it added
-// the key, the undo of the adds of a pass (keys[i] was added where
-// added[i]), and the lookup of the filter they work on.
-func newKeySteps(subject Subject) (testAndAdd func([]byte) bool, undo func(keys [][]byte, added []bool), contains func([]byte) bool) {
-	contains = subject.Contains
+// testAndAddOf is subject's test-and-add, which reports whether it added
+// the key. BoomFilters' counting filter and bits-and-blooms add a key
+// whether or not it was present.
+func testAndAddOf(subject Subject) func([]byte) bool {
 	switch s := subject.(type) {
 	case *tally:
-		testAndAdd = func(k []byte) bool {
+		return func(k []byte) bool {
 			present, err := s.f.TestAndAdd(k, tallyID)
 			return err == nil && !present
 		}
-		undo = func(keys [][]byte, added []bool) {
-			for i, k := range keys {
-				if added[i] && !s.Remove(k) {
-					panic("bench: a key tallybloom added was not removed")
-				}
-			}
-		}
 	case *boomCounting:
-		// Its TestAndAdd adds the key whether or not it was present.
-		testAndAdd = func(k []byte) bool { s.f.TestAndAdd(k); return true }
+		return func(k []byte) bool { s.f.TestAndAdd(k); return true }
+	case *bnb:
+		return func(k []byte) bool { s.f.TestAndAdd(k); return true }
+	}
+	return func(k []byte) bool {
+		if subject.Contains(k) {
+			return false
+		}
+		subject.Add(k)
+		return true
+	}
+}
+
+// newKeySteps are subject's test-and-add (see testAndAddOf), the undo of
+// the adds of a pass (keys[i] was added where added[i]), and the lookup of
+// the filter they work on.
+func newKeySteps(subject Subject) (testAndAdd func([]byte) bool, undo func(keys [][]byte, added []bool), contains func([]byte) bool) {
+	testAndAdd, contains = testAndAddOf(subject), subject.Contains
+	switch s := subject.(type) {
+	case *boomCounting:
+		// It added every key, present or not.
 		undo = func(keys [][]byte, _ []bool) {
 			for _, k := range keys {
 				s.f.TestAndRemove(k)
 			}
 		}
 	case *bnb:
-		work := s.f.Copy()
-		contains = work.Test
-		testAndAdd = func(k []byte) bool { work.TestAndAdd(k); return true }
+		work := &bnb{f: s.f.Copy()}
+		testAndAdd, contains = testAndAddOf(work), work.Contains
 		undo = func([][]byte, []bool) {
-			work.ClearAll()
-			if err := work.Merge(s.f); err != nil {
+			work.f.ClearAll()
+			if err := work.f.Merge(s.f); err != nil {
 				panic(err)
 			}
 		}
+	case Remover:
+		undo = func(keys [][]byte, added []bool) {
+			for i, k := range keys {
+				if added[i] && !s.Remove(k) {
+					panic(fmt.Sprintf("bench: a key %T added was not removed", subject))
+				}
+			}
+		}
 	default:
-		panic(fmt.Sprintf("bench: no test-and-add for %T", subject))
+		panic(fmt.Sprintf("bench: no undo of test-and-add for %T", subject))
 	}
 	return testAndAdd, undo, contains
-}
-
-// benchmarkTestAndAdd runs testAndAdd over keys, after a pass that adds them
-// to a fresh filter; the runs after the first find them added.
-func benchmarkTestAndAdd(b *testing.B, keys [][]byte, fresh bool, testAndAdd func([]byte)) {
-	if fresh {
-		for _, k := range keys {
-			testAndAdd(k)
-		}
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		testAndAdd(keys[i%len(keys)])
-		i++
-	}
 }
 
 // BenchmarkChain looks up non-members in chains of 1, 5 and 10 full

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"unsafe"
 )
@@ -57,14 +58,14 @@ func countGaps(keys [][]byte) int {
 // did before it, so every pass sees the same filter.
 func TestNewKeyStepsPutTheFilterBack(t *testing.T) {
 	members, probes, fresh := Keys(2000, 1), Keys(5000, 2), Keys(1000, 3)
-	for _, lib := range []string{Tallybloom, BoomCounting, BitsAndBlooms} {
+	for _, lib := range testAndAdders() {
 		t.Run(lib, func(t *testing.T) {
 			subject, err := NewSubject(lib, 4000, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s, ok := subject.(*tally); ok {
-				defer s.Close()
+			if c, ok := subject.(io.Closer); ok {
+				defer c.Close()
 			}
 			for _, k := range members {
 				subject.Add(k)
