@@ -471,8 +471,29 @@ func dabloomsNote(r map[string]result, h host) string {
 		"It is called through cgo, as a Go service would call it: every add, lookup and remove crosses from Go into C, which costs %.0f ns a call on this machine (CgoCall, below). "+
 		"It is given a rate of 2%%, so that its one sub-filter is built for 1%% as the plain filters are: it builds its first sub-filter for half the rate it is given (its tightening ratio is 0.5), and every key here has one id, for which it never opens a second. "+
 		"It keeps 4-bit counters and no presence bits, and a lookup of a key it holds reads seven of them at 1%%, each in a cache line of its own. "+
-		"An add that finds a counter at 15 writes a line to C's stderr; the benchmarks add the same keys many times over at 20K and 1M, and those lines go to /dev/null.\n",
-		get(r, "CgoCall", "ns/op"))
+		"An add that finds a counter at 15 writes a line to C's stderr; the benchmarks add the same keys many times over at 20K and 1M, and those lines go to /dev/null.%s\n",
+		get(r, "CgoCall", "ns/op"), dabloomsChain(r))
+}
+
+// dabloomsChain is what the report says of dablooms' chains and
+// test-and-add, where they were measured.
+func dabloomsChain(r map[string]result) string {
+	var b strings.Builder
+	if _, ok := r["Chain/subs=10/dablooms"]; ok {
+		var theirs, ours, times []any
+		for _, subs := range []string{"1", "5", "10"} {
+			dab, tally := "Chain/subs="+subs+"/dablooms", "Chain/subs="+subs+"/tallybloom"
+			theirs = append(theirs, get(r, dab, "ns/op"))
+			ours = append(ours, get(r, tally, "ns/op"))
+			times = append(times, pair(values(r, dab, "ns/op"), values(r, tally, "ns/op")).median)
+		}
+		fmt.Fprintf(&b, " In the chains (Chain, below) it is built as tallybloom is, every sub-filter full, and it hashes a key again in every sub-filter it looks in: a lookup of a non-member took %.0f, %.0f and %.0f ns through 1, 5 and 10 sub-filters, against tallybloom's %.0f, %.0f and %.0f by default: %.2fx, %.2fx and %.2fx tallybloom's time (medians of the paired runs).",
+			slices.Concat(theirs, ours, times)...)
+	}
+	if _, ok := r["TestAndAdd/1M/dablooms"]; ok {
+		b.WriteString(" It has no test-and-add: its TestAndAdd rows are a lookup and, for a key it lacks, an add, two calls into C, as its user would write it.")
+	}
+	return b.String()
 }
 
 // sideBySide is the section on BenchmarkContainsSideBySide: each way's

@@ -269,11 +269,20 @@ func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
 		"Contains/1M/bits-and-blooms/member": ns(100),
 		"Remove/1M/dablooms":                 ns(160),
 		"CgoCall":                            ns(31),
+		"TestAndAdd/1M/dablooms":             ns(170),
+		"Chain/subs=1/dablooms":              ns(120),
+		"Chain/subs=5/dablooms":              ns(500),
+		"Chain/subs=10/dablooms":             ns(1000),
+		"Chain/subs=1/tallybloom":            ns(80),
+		"Chain/subs=5/tallybloom":            ns(100),
+		"Chain/subs=10/tallybloom":           ns(200),
 	}))
 	report := write(measured, testHost, "short", 1, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "| Contains member | 1M | dablooms | 150.0 | 1.50x |", "a row of the table, against bits-and-blooms")
 	require.Contains(t, report, "which costs 31 ns a call on this machine", "the cost of cgo, from its benchmark")
 	require.Contains(t, report, "BoomFilters' counting filter and dablooms are the peers that remove")
+	require.Contains(t, report, "a lookup of a non-member took 120, 500 and 1000 ns through 1, 5 and 10 sub-filters, against tallybloom's 80, 100 and 200 by default: 1.50x, 5.00x and 5.00x tallybloom's time", "its chains beside tallybloom's")
+	require.Contains(t, report, "its TestAndAdd rows are a lookup and, for a key it lacks, an add")
 
 	without := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/bits-and-blooms/member": ns(100)}))
 	noCompiler := testHost
@@ -281,6 +290,7 @@ func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
 	report = write(without, noCompiler, "short", 1, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "dablooms, bitly's C library that tallybloom succeeds, was not measured in this run: dablooms: no C compiler (cc) on the PATH.")
 	require.NotContains(t, report, "| dablooms |")
+	require.NotContains(t, report, "sub-filters, against tallybloom's", "no chain sentence without dablooms' chains")
 	require.Contains(t, report, "BoomFilters' counting filter is the only peer that removes")
 }
 
