@@ -8,6 +8,7 @@ package dablooms
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,7 +69,51 @@ func Build(benchModule, dir string) (Flags, error) {
 			return Flags{}, fmt.Errorf("dablooms: %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	return Flags{CFLAGS: "-I" + src, LDFLAGS: "-L" + dir + " -ldablooms -lm"}, nil
+	return linkFlags(src, dir), nil
+}
+
+func linkFlags(src, dir string) Flags {
+	return Flags{CFLAGS: "-I" + src, LDFLAGS: "-L" + dir + " -ldablooms -lm"}
+}
+
+// BuildShared is Build into a directory under cache named by the archive's
+// hash, kept for the next build. go's build cache keys a cgo build on its
+// flags, not on the library they name: with a new directory every time,
+// every build of the bench recompiled and relinked it (30 s on two cores);
+// with one directory for every archive, a bench linked with another archive
+// could be reused. A directory named by the archive's content changes
+// exactly when the archive does.
+func BuildShared(benchModule, cache string) (Flags, error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return Flags{}, err
+	}
+	tmp, err := os.MkdirTemp(cache, "build-")
+	if err != nil {
+		return Flags{}, err
+	}
+	defer os.RemoveAll(tmp)
+	flags, err := Build(benchModule, tmp)
+	if err != nil {
+		return Flags{}, err
+	}
+	archive, err := os.ReadFile(filepath.Join(tmp, "libdablooms.a"))
+	if err != nil {
+		return Flags{}, err
+	}
+	sum := sha256.Sum256(archive)
+	dir := filepath.Join(cache, fmt.Sprintf("dablooms-%x", sum[:8]))
+	if _, err := os.Stat(filepath.Join(dir, "libdablooms.a")); err != nil {
+		// Not built before, or left half made: the new build takes its
+		// place. A build running beside this one may have put it there
+		// first, with the same bytes.
+		_ = os.RemoveAll(dir)
+		if err := os.Rename(tmp, dir); err != nil {
+			if _, statErr := os.Stat(filepath.Join(dir, "libdablooms.a")); statErr != nil {
+				return Flags{}, err
+			}
+		}
+	}
+	return linkFlags(strings.TrimPrefix(flags.CFLAGS, "-I"), dir), nil
 }
 
 // source is the directory of dablooms' C source in the module cache,

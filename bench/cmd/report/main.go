@@ -78,11 +78,10 @@ func run(full bool, count int, out, chart string) error {
 		h.noDablooms = err.Error()
 		fmt.Fprintf(os.Stderr, "dablooms will not be measured: %v\n", err)
 	} else {
-		defer os.RemoveAll(env.dir)
 		args = append(args, "-tags", "dablooms")
 	}
 	cmd := exec.Command("go", append(args, ".", "-args", "-sizes", mode)...)
-	cmd.Env = append(os.Environ(), env.vars...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -99,26 +98,21 @@ func run(full bool, count int, out, chart string) error {
 	return os.WriteFile(out, []byte(report), 0o644)
 }
 
-// dabloomsBuild is where buildDablooms compiled dablooms, and the
-// environment that links the bench with it.
-type dabloomsBuild struct {
-	dir  string
-	vars []string
-}
-
 // buildDablooms compiles dablooms, the C library tallybloom succeeds, for
-// the bench's dablooms build; it fails where there is no C compiler.
-func buildDablooms() (dabloomsBuild, error) {
-	dir, err := os.MkdirTemp("", "tallybloom-dablooms")
+// the bench's dablooms build, and returns the environment that links the
+// bench with it; it fails where there is no C compiler. The build is kept
+// in the user's cache directory (see dablooms.BuildShared), so that a
+// second report does not compile and link the bench again.
+func buildDablooms() ([]string, error) {
+	cache, err := os.UserCacheDir()
 	if err != nil {
-		return dabloomsBuild{}, err
+		cache = os.TempDir()
 	}
-	flags, err := dablooms.Build(".", dir)
+	flags, err := dablooms.BuildShared(".", filepath.Join(cache, "tallybloom-bench"))
 	if err != nil {
-		os.RemoveAll(dir)
-		return dabloomsBuild{}, err
+		return nil, err
 	}
-	return dabloomsBuild{dir: dir, vars: flags.Env()}, nil
+	return flags.Env(), nil
 }
 
 // errNoRedis is run's error when redis-server is not on the PATH.
