@@ -612,9 +612,9 @@ func BenchmarkTestAndAdd(b *testing.B) {
 // the pool its keys are made new (their first eight bytes, a set no other
 // benchmark uses); after it, with the timer stopped, the filter is put back
 // as it was: tallybloom, BoomFilters' counting filter and dablooms remove
-// the keys they added, and bits-and-blooms, which cannot remove, works on a copy
-// whose bits are put back from the filter. Every pass sees the same filter,
-// and the benchmarks after this one find theirs unchanged.
+// the keys they added, and bits-and-blooms, which cannot remove, works on a
+// copy whose bits are put back from the filter. Every pass sees the same
+// filter, and the benchmarks after this one find theirs unchanged.
 func BenchmarkTestAndAddNew(b *testing.B) {
 	pool := Keys(probeKeys, 9)
 	for _, s := range sizes(b) {
