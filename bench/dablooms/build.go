@@ -72,6 +72,7 @@ func Build(benchModule, dir string) (Flags, error) {
 	return linkFlags(src, dir), nil
 }
 
+// linkFlags build against dablooms' header in src and its archive in dir.
 func linkFlags(src, dir string) Flags {
 	return Flags{CFLAGS: "-I" + src, LDFLAGS: "-L" + dir + " -ldablooms -lm"}
 }
