@@ -509,14 +509,16 @@ func benchmarkAdd(b *testing.B, subject Subject, keys [][]byte) {
 	}
 }
 
-// removers are the libraries measured that remove keys.
-func removers() []string {
-	libs := []string{Tallybloom, BoomCounting}
+// withDablooms is libs, and dablooms where this build measures it.
+func withDablooms(libs ...string) []string {
 	if slices.Contains(Libraries, Dablooms) {
 		libs = append(libs, Dablooms)
 	}
 	return libs
 }
+
+// removers are the libraries measured that remove keys.
+func removers() []string { return withDablooms(Tallybloom, BoomCounting) }
 
 // BenchmarkRemove removes keys added before the timing from a filter built
 // for the size, for the filters that can remove. When every key is removed,
@@ -561,13 +563,7 @@ func BenchmarkRemove(b *testing.B) {
 // testAndAdders are the libraries the TestAndAdd benchmarks measure: the
 // ones with a test-and-add of their own, and dablooms, whose user looks a
 // key up and adds it if it is missing.
-func testAndAdders() []string {
-	libs := []string{Tallybloom, BoomCounting, BitsAndBlooms}
-	if slices.Contains(Libraries, Dablooms) {
-		libs = append(libs, Dablooms)
-	}
-	return libs
-}
+func testAndAdders() []string { return withDablooms(Tallybloom, BoomCounting, BitsAndBlooms) }
 
 // BenchmarkTestAndAdd is the deduplicator's step for keys the filter holds,
 // a lookup that hits. At the fresh size the filter is new and one pass over
@@ -580,7 +576,7 @@ func BenchmarkTestAndAdd(b *testing.B) {
 		for _, lib := range testAndAdders() {
 			b.Run(s.label+"/"+lib, func(b *testing.B) {
 				var subject Subject
-				keys := probes(s)
+				var keys [][]byte
 				if s.fresh {
 					keys = keySet(s.probes, addKeys)
 					var built bool
@@ -590,7 +586,7 @@ func BenchmarkTestAndAdd(b *testing.B) {
 					}
 				} else {
 					prefill(b, s, Libraries)
-					subject = filledSubject(b, lib, s)
+					subject, keys = filledSubject(b, lib, s), probes(s)
 				}
 				testAndAdd := testAndAddOf(subject)
 				b.ReportAllocs()
@@ -740,12 +736,8 @@ func newKeySteps(subject Subject) (testAndAdd func([]byte) bool, undo func(keys 
 func BenchmarkChain(b *testing.B) {
 	perSub := sizes(b)[0].capacity / 10
 	nonMembers := Keys(probeKeys, 6)
-	libs := []string{Tallybloom, TallybloomLarge, BoomScalable}
-	if slices.Contains(Libraries, Dablooms) {
-		libs = append(libs, Dablooms)
-	}
 	for _, subs := range []int{1, 5, 10} {
-		for _, lib := range libs {
+		for _, lib := range withDablooms(Tallybloom, TallybloomLarge, BoomScalable) {
 			b.Run(fmt.Sprintf("subs=%d/%s", subs, lib), func(b *testing.B) {
 				subject := chain(b, lib, subs, perSub)
 				if c, ok := subject.(io.Closer); ok {
