@@ -121,14 +121,18 @@ var errNoRedis = errors.New("the mirror's benchmarks start a redis-server, which
 // result is one benchmark's runs: every metric it reported, each run.
 type result map[string][]float64
 
-var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
 
+// parse collects every run of every benchmark. A run of no iterations is
+// one the benchmark skipped (as AddUntouched skips the runs -count adds):
+// go test still prints it, with NaN ns/op, and it is left out, so that a
+// median is of the runs that measured.
 func parse(text string) map[string]result {
 	results := map[string]result{}
 	scanner := bufio.NewScanner(strings.NewReader(text))
 	for scanner.Scan() {
 		m := line.FindStringSubmatch(scanner.Text())
-		if m == nil {
+		if m == nil || m[3] == "0" {
 			continue
 		}
 		r := results[m[1]]
@@ -136,7 +140,7 @@ func parse(text string) map[string]result {
 			r = result{}
 			results[m[1]] = r
 		}
-		fields := strings.Fields(m[3])
+		fields := strings.Fields(m[4])
 		for i := 0; i+1 < len(fields); i += 2 {
 			if v, err := strconv.ParseFloat(fields[i], 64); err == nil {
 				r[fields[i+1]] = append(r[fields[i+1]], v)

@@ -42,6 +42,18 @@ func TestParseKeepsEveryRunOfEveryMetric(t *testing.T) {
 	require.Equal(t, []float64{9000}, r["Open/4GiB"]["ns/op"], "a name without the -procs suffix")
 }
 
+// A benchmark that skips its run (AddUntouched measures once, whatever
+// -count asks) still prints a line, of no iterations and NaN ns/op.
+func TestParseLeavesOutRunsThatMeasuredNothing(t *testing.T) {
+	out := "BenchmarkAddUntouched/64M/tallybloom-fixed-2 \t 16124\t 16877 ns/op\t 0 B/op\t 0 allocs/op\n" +
+		"BenchmarkAddUntouched/64M/tallybloom-fixed-2 \t 0\t NaN ns/op\t 0 B/op\t 0 allocs/op\n" +
+		"BenchmarkAddUntouched/64M/tallybloom-fixed-2 \t 0\t NaN ns/op\t 0 B/op\t 0 allocs/op\n"
+	r := parse(out)
+	require.Equal(t, []float64{16877}, r["AddUntouched/64M/tallybloom-fixed"]["ns/op"])
+	require.Equal(t, []float64{0}, r["AddUntouched/64M/tallybloom-fixed"]["allocs/op"])
+	require.Equal(t, 16877.0, get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"))
+}
+
 func TestPairDividesRunByRun(t *testing.T) {
 	s := pair([]float64{100, 300, 200}, []float64{100, 100, 100})
 	require.Equal(t, spread{median: 2, lo: 1, hi: 3, runs: 3}, s)
