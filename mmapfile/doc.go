@@ -12,5 +12,6 @@
 //
 // A File's methods may be called from several goroutines, but the caller
 // orders growth, release and unmapping against the use of the regions: the
-// package reads and writes no mapped byte itself.
+// package reads and writes no mapped byte itself. [Region.Vacate] is for a
+// region readers may still be inside: on Unix they read zeros from then on.
 package mmapfile

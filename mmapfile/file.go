@@ -163,9 +163,10 @@ type Region struct {
 	data    []byte
 	flush   func() error
 	unmap   func() error
-	// unmapMu makes Unmap safe to call more than once and from several
-	// goroutines; it guards unmapped.
+	// unmapMu makes Vacate and Unmap safe to call more than once and from
+	// several goroutines; it guards vacated and unmapped.
 	unmapMu  sync.Mutex
+	vacated  bool
 	unmapped bool
 }
 
@@ -244,6 +245,27 @@ func (r *Region) Unmap() error {
 	defer r.unmapMu.Unlock()
 	if r.unmapped {
 		return nil
+	}
+	r.unmapped = true
+	return r.unmap()
+}
+
+// Vacate takes the file out of the region but leaves its addresses
+// readable, for a region that readers may still be inside. On Unix the
+// region's pages are replaced, in one step, by read-only zero pages of no
+// file: a reader reads either the file's bytes or zeros, never faults, and
+// the file is no longer mapped, so closing it releases it. Unmap then gives
+// the addresses back, once no reader can be inside. Elsewhere Vacate is
+// Unmap. The region must not be written after Vacate.
+func (r *Region) Vacate() error {
+	r.unmapMu.Lock()
+	defer r.unmapMu.Unlock()
+	if r.vacated || r.unmapped {
+		return nil
+	}
+	r.vacated = true
+	if err := vacate(r.mapping); !errors.Is(err, ErrUnsupported) {
+		return err
 	}
 	r.unmapped = true
 	return r.unmap()

@@ -4,6 +4,7 @@ package mmapfile
 
 import (
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,4 +21,12 @@ func allocated(f *File) (int64, error) {
 		return int64(st.Blocks) * 512, nil
 	}
 	return info.Size(), nil
+}
+
+// vacate maps anonymous read-only pages over the mapping, MAP_FIXED, which
+// replaces the file's pages in place.
+func vacate(mapping []byte) error {
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(mapping)), uintptr(len(mapping)),
+		unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED)
+	return err
 }
