@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/tallybloom/tallybloom/counting"
@@ -407,9 +408,12 @@ func (f *Filter) flushLocked() error {
 	return nil
 }
 
-// Close flushes the filter and releases the file. Close must not run
-// concurrently with other calls on the filter; calls after Close return
-// ErrClosed (Contains returns false, and Stats the state at Close).
+// Close flushes the filter and releases the file. Calls after Close return
+// ErrClosed (Contains returns false, and Stats the state at Close). On Unix
+// lookups may run while it does: one that overlaps Close may miss, and none
+// reads the released file (see vacateAll); the filter's address space, no
+// longer the file's, is given back when the Filter is garbage collected.
+// Elsewhere lookups must end before Close.
 func (f *Filter) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -419,11 +423,36 @@ func (f *Filter) Close() error {
 	err := f.flushLocked()
 	f.mu.closedStats = f.collectStats()
 	f.closed.Store(true)
-	f.unmapAll()
+	f.vacateAll()
 	return errors.Join(err, f.file.Close())
 }
 
-// unmapAll unmaps the live and retired sub-filters and the header.
+// vacateAll takes the file out of every mapping at Close, while lookups
+// that passed the closed check before it may still be reading them: their
+// pages become zeros of no file (mmapfile.Region.Vacate), which a lookup
+// reads as keys absent, where an unmapped page would kill the process. The
+// addresses are given back once nothing can reach them: a sub-filter's once
+// no snapshot holds it (as for retired ones, unmapLaterLocked), the
+// header's with the Filter. If a mapping cannot be vacated it keeps the
+// file's pages until then.
+func (f *Filter) vacateAll() {
+	if f.chain != nil {
+		for _, sub := range f.chain.SubFilters() {
+			region := spaceOf(sub).region
+			_ = region.Vacate()
+			runtime.AddCleanup(sub, unmapRegion, region)
+		}
+	}
+	for _, region := range f.mu.retired {
+		_ = region.Vacate()
+	}
+	f.mu.retired = nil
+	_ = f.header.Vacate()
+	runtime.AddCleanup(f, unmapRegion, f.header)
+}
+
+// unmapAll unmaps the live and retired sub-filters and the header at once,
+// for a filter no one else has seen (one whose Open failed).
 func (f *Filter) unmapAll() {
 	if f.chain != nil {
 		for _, sub := range f.chain.SubFilters() {

@@ -22,8 +22,10 @@
 // a mutex. Contains and ContainsBatch take no lock. In the writing
 // process, Stats, each 1 MiB piece of CopyCounters and each CopySpans take
 // the mutex between two changes, so what they report holds whole changes;
-// Snapshot takes it for all of its copy. Close must not run concurrently with other
-// calls.
+// Snapshot takes it for all of its copy. On Unix, Close may run while
+// lookups do: a lookup that overlaps it may miss, and none reads the
+// released file; calls that begin after it return ErrClosed, or false.
+// Elsewhere lookups must end before Close.
 //
 // Across processes, one writer holds an exclusive lock on the file (a second
 // gets ErrLocked) and any number of processes may open it with

@@ -69,7 +69,7 @@ type Filter struct {
 		liveSlot   int    // the directory slot that is live
 		change     change // the change in flight
 		// retired are mappings of sub-filters that left the chain, unmapped
-		// when unreachable or at Close, whichever comes first.
+		// once unreachable, and vacated at Close if they are still mapped.
 		retired []*mmapfile.Region
 		// onCommit is the change feed's subscriber (OnCommit); event and
 		// eventTallies are reused for every call.

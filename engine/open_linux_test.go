@@ -3,8 +3,11 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -85,4 +88,63 @@ func TestOpenRefusesWhatIsNotAFile(t *testing.T) {
 		}
 	}
 	assert.ErrorIs(t, Verify(dir), ErrInvalidInput)
+}
+
+// A closed filter's addresses, which Close left readable for lookups still
+// in flight, with zeros of no file, are given back once the Filter is garbage
+// collected: its header's and every sub-filter's, the retired one's too.
+func TestClosedFilterGivesItsAddressesBack(t *testing.T) {
+	var addresses []uintptr
+	func() {
+		// Not newTestFilter, whose cleanup would keep the Filter reachable.
+		f, err := Create(tempPath(t), Config{Capacity: 1_000, ErrorRate: 0.01, Growth: 1}, nil)
+		require.NoError(t, err)
+		for i := range uint64(3_000) { // three sub-filters
+			require.NoError(t, f.Add(key(i), i))
+		}
+		addresses = append(addresses, uintptr(unsafe.Pointer(unsafe.SliceData(f.page0))))
+		for _, sub := range f.chain.SubFilters() {
+			addresses = append(addresses, uintptr(unsafe.Pointer(unsafe.SliceData(spaceOf(sub).region.Bytes()))))
+		}
+		require.Len(t, addresses, 4)
+		_, err = f.DropBefore(1_500) // the first one retires
+		require.NoError(t, err)
+		require.Len(t, f.chain.SubFilters(), 2)
+		require.NoError(t, f.Close())
+		assert.Equal(t, len(addresses), vacated(t, addresses), "vacated at Close")
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		left := vacated(t, addresses)
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d mappings still there after the Filter was collected", left, len(addresses))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// vacated counts the addresses that /proc/self/maps shows in a read-only
+// private mapping of no file: what Close leaves. (The runtime maps its own
+// memory writable or inaccessible, so an address it reuses is not counted.)
+func vacated(t *testing.T, addresses []uintptr) (n int) {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	for line := range strings.Lines(string(maps)) {
+		var start, end uintptr
+		fields := strings.Fields(line)
+		if _, err := fmt.Sscanf(line, "%x-%x", &start, &end); err != nil || len(fields) != 5 || fields[1] != "r--p" {
+			continue
+		}
+		for _, a := range addresses {
+			if start <= a && a < end {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -89,7 +89,12 @@ func (f *Filter) Stats() Stats {
 		if f.closed.Load() {
 			return f.mu.closedStats // written before closed was set
 		}
-		return f.collectStats()
+		s := f.collectStats()
+		if f.closed.Load() {
+			// Close overlapped the reads, which may have found its zeros.
+			return f.mu.closedStats
+		}
+		return s
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -60,9 +60,12 @@ func (f *Filter) regionBytes(g counting.Geometry) uint64 {
 // is still mapped then.
 func (f *Filter) unmapLaterLocked(sub *scaling.SubFilter) {
 	region := spaceOf(sub).region
-	runtime.AddCleanup(sub, func(r *mmapfile.Region) { _ = r.Unmap() }, region)
+	runtime.AddCleanup(sub, unmapRegion, region)
 	f.mu.retired = append(f.mu.retired, region)
 }
+
+// unmapRegion is the cleanup that unmaps a region no reader can reach.
+func unmapRegion(r *mmapfile.Region) { _ = r.Unmap() }
 
 var _ scaling.Storage = store{}
 
