@@ -160,9 +160,12 @@ func (f *File) Close() error {
 // Region is one mapping of part of the file.
 type Region struct {
 	mapping []byte // the whole mapping, from its page boundary
-	data    []byte
-	flush   func() error
-	unmap   func() error
+	// reserved is the address range the region holds: the mapping, or for
+	// a large mapping the reservation around it.
+	reserved []byte
+	data     []byte
+	flush    func() error
+	unmap    func() error
 	// unmapMu makes Vacate and Unmap safe to call more than once and from
 	// several goroutines; it guards vacated and unmapped.
 	unmapMu  sync.Mutex
@@ -221,7 +224,7 @@ func mapPortable(f *File, start, length int64) (*Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Region{mapping: mapping, flush: mapping.Flush, unmap: mapping.Unmap}, nil
+	return &Region{mapping: mapping, reserved: mapping, flush: mapping.Flush, unmap: mapping.Unmap}, nil
 }
 
 // LargeBytes is how much of the region the kernel maps with large pages
@@ -252,8 +255,9 @@ func (r *Region) Unmap() error {
 
 // Vacate takes the file out of the region but leaves its addresses
 // readable, for a region that readers may still be inside. On Unix the
-// region's pages are replaced, in one step, by read-only zero pages of no
-// file: a reader reads either the file's bytes or zeros, never faults, and
+// region's pages (a large mapping's whole reservation) are replaced, in one
+// step, by read-only zero pages of no file: a reader reads either the
+// file's bytes or zeros, never faults, and
 // the file is no longer mapped, so closing it releases it. Unmap then gives
 // the addresses back, once no reader can be inside. Elsewhere Vacate is
 // Unmap. The region must not be written after Vacate.
@@ -264,7 +268,9 @@ func (r *Region) Vacate() error {
 		return nil
 	}
 	r.vacated = true
-	if err := vacate(r.mapping); !errors.Is(err, ErrUnsupported) {
+	// The whole reserved range, so that the kernel can merge it with its
+	// neighbours into one mapping, as it does plain regions.
+	if err := vacate(r.reserved); !errors.Is(err, ErrUnsupported) {
 		return err
 	}
 	r.unmapped = true

@@ -79,9 +79,10 @@ func mapLarge(f *File, start, length int64) (*Region, error) {
 	mapping := reservation[skew:][:length:length]
 	_ = unix.Madvise(mapping, unix.MADV_HUGEPAGE)
 	return &Region{
-		mapping: mapping,
-		flush:   func() error { return unix.Msync(mapping, unix.MS_SYNC) },
-		unmap:   func() error { return unix.Munmap(reservation) },
+		mapping:  mapping,
+		reserved: reservation,
+		flush:    func() error { return unix.Msync(mapping, unix.MS_SYNC) },
+		unmap:    func() error { return unix.Munmap(reservation) },
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package mmapfile
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -63,4 +64,32 @@ func largeFoliosExpected(t *testing.T, path string) bool {
 	}
 	t.Logf("file system %#x on Linux %s: large folios not expected", fs.Type, release)
 	return false
+}
+
+// TestVacatedLargeMappingIsOneMapping: Vacate covers a large mapping's
+// whole reservation, the inaccessible slack around the file's range too, so
+// that the kernel keeps one mapping for it where it would keep three: a
+// process that closes many large-page filters before the collector gives
+// their addresses back would otherwise near the kernel's limit of mappings.
+func TestVacatedLargeMappingIsOneMapping(t *testing.T) {
+	f := openTemp(t)
+	const n = 3 << 20
+	require.NoError(t, f.Reserve(0, n))
+	r, err := f.MapLarge(0, n)
+	require.NoError(t, err)
+	defer r.Unmap()
+	require.Greater(t, len(r.reserved), n, "a reservation around the mapping")
+	require.NoError(t, r.Vacate())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(r.reserved)))
+	end := start + uintptr(len(r.reserved))
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	var covering []string
+	for line := range strings.Lines(string(maps)) {
+		var from, to uintptr
+		if _, err := fmt.Sscanf(line, "%x-%x", &from, &to); err == nil && from < end && start < to {
+			covering = append(covering, strings.TrimSpace(line))
+		}
+	}
+	assert.Len(t, covering, 1, "mappings over the vacated reservation: %q", covering)
 }
