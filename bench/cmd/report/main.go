@@ -94,8 +94,25 @@ func run(full bool, count int, out, chart string) error {
 	if err := drawChart(results, chart); err != nil {
 		return err
 	}
-	report := write(results, h, mode, count, benchtime, time.Since(start), chart)
+	report := write(results, h, mode, count, benchtime, time.Since(start), chartLink(out, chart))
 	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// chartLink is how the report at out links the chart at chart: relative to
+// the report's directory, so that the link holds wherever the two are
+// committed or copied together. A path that has no relative form (another
+// volume) is linked as given.
+func chartLink(out, chart string) string {
+	absOut, errOut := filepath.Abs(out)
+	absChart, errChart := filepath.Abs(chart)
+	if errOut != nil || errChart != nil {
+		return chart
+	}
+	rel, err := filepath.Rel(filepath.Dir(absOut), absChart)
+	if err != nil {
+		return chart
+	}
+	return filepath.ToSlash(rel)
 }
 
 // buildDablooms compiles dablooms, the C library tallybloom succeeds, for

@@ -318,3 +318,18 @@ func TestChartLeavesOutALibraryWithoutResults(t *testing.T) {
 	require.Contains(t, string(svg), "bits-and-blooms")
 	require.NotContains(t, string(svg), "dablooms", "no legend entry for a library not measured")
 }
+
+// TestChartLinkIsRelativeToTheReport: the report links its chart by a path
+// relative to the report's own directory, never by where the report was
+// written from, so a report written elsewhere and committed beside its
+// chart still shows it.
+func TestChartLinkIsRelativeToTheReport(t *testing.T) {
+	for _, c := range []struct{ out, chart, link string }{
+		{"RESULTS.md", "results.svg", "results.svg"},
+		{"/tmp/runs/R4.md", "/tmp/runs/r4.svg", "r4.svg"},
+		{"reports/RESULTS.md", "results.svg", "../results.svg"},
+		{"/tmp/runs/R4.md", "/tmp/runs/charts/r4.svg", "charts/r4.svg"},
+	} {
+		require.Equal(t, c.link, chartLink(c.out, c.chart), "report %s, chart %s", c.out, c.chart)
+	}
+}
