@@ -56,8 +56,8 @@ func (f *Filter) regionBytes(g counting.Geometry) uint64 {
 
 // unmapLaterLocked unmaps the room of a sub-filter that left the chain once
 // no reader can reach it: a Contains that loaded an older snapshot keeps the
-// sub-filter, and so the mapping, alive until it returns. Close unmaps what
-// is still mapped then.
+// sub-filter, and so the mapping, alive until it returns. Close vacates
+// what is still mapped then (vacateAll).
 func (f *Filter) unmapLaterLocked(sub *scaling.SubFilter) {
 	region := spaceOf(sub).region
 	runtime.AddCleanup(sub, unmapRegion, region)
