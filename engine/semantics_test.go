@@ -1229,10 +1229,10 @@ func TestEveryCallAfterClose(t *testing.T) {
 // TestLookupsDuringClose: Close may run while other goroutines look keys
 // up, in a writer and in a reader. A lookup that overlaps Close may miss;
 // none faults on the unmapped file, the lookups after Close report false,
-// Stats reports the filter's state throughout, and Close loses nothing. Each round starts the lookups, lets them run,
-// then closes: without the file's pages replaced by zeros at Close, a
-// lookup that passed the closed check first reads unmapped memory, which
-// kills the test binary.
+// Stats reports the filter's state throughout, and Close loses nothing.
+// Each round starts the lookups, lets them run, then closes: without the
+// file's pages replaced by zeros at Close, a lookup that passed the closed
+// check first reads unmapped memory, which kills the test binary.
 func TestLookupsDuringClose(t *testing.T) {
 	const keys, rounds, lookers = 2_000, 20, 4
 	path := tempPath(t)

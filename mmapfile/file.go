@@ -257,10 +257,10 @@ func (r *Region) Unmap() error {
 // readable, for a region that readers may still be inside. On Unix the
 // region's pages (a large mapping's whole reservation) are replaced, in one
 // step, by read-only zero pages of no file: a reader reads either the
-// file's bytes or zeros, never faults, and
-// the file is no longer mapped, so closing it releases it. Unmap then gives
-// the addresses back, once no reader can be inside. Elsewhere Vacate is
-// Unmap. The region must not be written after Vacate.
+// file's bytes or zeros, never faults, and the file is no longer mapped, so
+// closing it releases it. Unmap then gives the addresses back, once no
+// reader can be inside. Elsewhere Vacate is Unmap. The region must not be
+// written after Vacate.
 func (r *Region) Vacate() error {
 	r.unmapMu.Lock()
 	defer r.unmapMu.Unlock()
