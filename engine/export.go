@@ -640,7 +640,9 @@ func loadCountersInto(dst, src []byte) {
 	}
 }
 
-// ReadExport loads an Export stream in memory.
+// ReadExport loads an Export stream in memory. Like Import and ReadFrozen,
+// it reads r no further than the export's checksum, so whatever follows in
+// r is left for the caller to read.
 func ReadExport(r io.Reader) (*Snapshot, error) {
 	v := &verifying{r: r, crc: crc32.New(castagnoli)}
 	e, err := readExportHeader(v)
@@ -738,7 +740,8 @@ func (z *Frozen) Contains(key []byte) bool { return anyContains(z.subs, z.hasher
 // ContainsString is Contains for a string key.
 func (z *Frozen) ContainsString(key string) bool { return anyContains(z.subs, z.hasher.String(key)) }
 
-// ReadFrozen loads a frozen filter written by ExportFrozen.
+// ReadFrozen loads a frozen filter written by ExportFrozen, reading r no
+// further than its checksum.
 func ReadFrozen(r io.Reader) (*Frozen, error) {
 	v := &verifying{r: r, crc: crc32.New(castagnoli)}
 	head := make([]byte, len(FrozenMagic)+1+8+1)
@@ -793,6 +796,8 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 // path under a name of its own (.NAME.creating-…) and takes the name path
 // only once whole and flushed, so a process killed while it imports leaves
 // nothing at path; the next Create or Import of path removes what it left.
+// It reads r no further than the export's checksum: a stream that goes on
+// after it is not an error here (see ReadExport).
 func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
 	return importFile(path, r, opts, func(*Config) {})
 }

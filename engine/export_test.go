@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,6 +60,28 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, f.Config(), snap.Config())
 	assert.Equal(t, fs.MemSeq, snap.MemSeq())
+}
+
+// Import, ReadExport and ReadFrozen read a stream no further than an
+// export's checksum, so exports can follow one another in one stream and a
+// caller can tell whether anything came after one.
+func TestReadersStopAtTheChecksum(t *testing.T) {
+	f, stream := exportedFilter(t)
+	var frozen bytes.Buffer
+	require.NoError(t, f.ExportFrozen(&frozen))
+	joined := slices.Concat(stream, frozen.Bytes(), stream, []byte("tail"))
+	r := bytes.NewReader(joined)
+
+	g, err := Import(tempPath(t), r, nil)
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	assert.Equal(t, len(joined)-len(stream), r.Len(), "Import stops at its checksum")
+	_, err = ReadFrozen(r)
+	require.NoError(t, err)
+	assert.Equal(t, len(stream)+4, r.Len(), "ReadFrozen stops at its checksum")
+	_, err = ReadExport(r)
+	require.NoError(t, err)
+	assert.Equal(t, 4, r.Len(), "ReadExport stops at its checksum")
 }
 
 func TestFrozenExport(t *testing.T) {
