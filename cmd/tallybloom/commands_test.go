@@ -550,6 +550,67 @@ func TestImportSaysWhatItWasGiven(t *testing.T) {
 	assert.Contains(t, errOut, "imported 2 keys")
 }
 
+// import and check refuse an export with anything after it: two exports
+// joined would otherwise answer as the first alone, without a word. import
+// leaves no file behind.
+func TestExportsJoinedOrAppendedToAreRefused(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, _, code := tallybloomIn(t, "a\nb\n", "add", "--id", "1", path)
+	require.Equal(t, 0, code)
+	dir := t.TempDir()
+	read := func(flags ...string) []byte {
+		out := filepath.Join(dir, "export"+strings.Join(flags, ""))
+		_, errOut, code := tallybloom(t, append(append([]string{"export"}, flags...), path, out)...)
+		require.Equal(t, 0, code, errOut)
+		data, err := os.ReadFile(out)
+		require.NoError(t, err)
+		return data
+	}
+	binary, text, frozen := read(), read("--base64"), read("--frozen")
+
+	for name, c := range map[string]struct {
+		data      []byte
+		checkSays string
+		imports   bool // check alone reads frozen exports
+	}{
+		"two exports":                {slices.Concat(binary, binary), "after its export", true},
+		"an export and a byte":       {slices.Concat(binary, []byte{0}), "after its export", true},
+		"two exports in base64":      {slices.Concat(text, []byte("\n"), text, []byte("\n")), "after its export", true},
+		"a frozen export and a byte": {slices.Concat(frozen, []byte("\n")), "after its export", false},
+		// check decodes base64 whole, so what is not base64 all through
+		// is not an export to it.
+		"base64 and text after it": {slices.Concat(text, []byte("\nnot base64!\n")), "neither a filter file nor an export", true},
+	} {
+		in := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(in, c.data, 0o644))
+		_, errOut, code := tallybloomIn(t, "a\n", "check", in)
+		assert.Equal(t, 2, code, name)
+		assert.Contains(t, errOut, c.checkSays, name)
+		if !c.imports {
+			continue
+		}
+		out := filepath.Join(dir, name+".tb")
+		_, errOut, code = tallybloom(t, "import", in, out)
+		assert.Equal(t, 2, code, name)
+		assert.Contains(t, errOut, "after its export", name)
+		assert.Contains(t, errOut, out+" removed", name)
+		assert.NoFileExists(t, out, name)
+		_, errOut, code = tallybloomIn(t, string(c.data), "import", "-", out)
+		assert.Equal(t, 2, code, "%s on standard input", name)
+		assert.NoFileExists(t, out, name)
+	}
+
+	// What export writes, as it writes it, still reads: base64 on standard
+	// output ends in a line break.
+	stdout, _, code := tallybloom(t, "export", "--base64", path, "-")
+	require.Equal(t, 0, code)
+	_, errOut, code := tallybloomIn(t, stdout, "import", "-", filepath.Join(dir, "whole.tb"))
+	assert.Equal(t, 0, code, errOut)
+	out, errOut, code := tallybloomIn(t, "a\n", "check", filepath.Join(dir, "export--base64"))
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "present\ta")
+}
+
 // check reads exports as they are; the commands that need a filter file say
 // so when given one, binary or base64, and say how to make a file of it.
 func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -109,7 +111,8 @@ func importCommand() *cobra.Command {
 		Long: `Create FILE from the export IN ("-" for standard input), binary or base64.
 FILE keeps presence bits or not as the exported filter did, unless
 --presence-bits or --counters-only says otherwise: exporting a filter and
-importing it the other way changes its layout (see create).`,
+importing it the other way changes its layout (see create). IN must hold
+one export and nothing after it: if more follows, FILE is removed again.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, size, closeIn, err := exportStream(args[0], cmd.InOrStdin())
@@ -126,6 +129,10 @@ importing it the other way changes its layout (see create).`,
 			}
 			if err != nil {
 				return err
+			}
+			if err := nothingAfter(args[0], in); err != nil {
+				// The file has its name by now: take it back.
+				return errors.Join(fmt.Errorf("%w; %s removed", err, args[1]), f.Close(), os.Remove(args[1]))
 			}
 			s := f.Stats()
 			p.keys = s.Count

@@ -67,7 +67,7 @@ func (p *progress) reader(r io.Reader) io.Reader {
 // summary ends the bar and prints one line: what was done, how long it
 // took, and the rate.
 // counted is n and noun, in the plural unless n is 1.
-func counted[N int | uint64](n N, noun string) string {
+func counted[N int | int64 | uint64](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -38,15 +38,40 @@ func openForCheck(path string, opts *engine.Options) (checker, func() error, err
 	}
 	data = decodeIfBase64(data)
 	noClose := func() error { return nil }
+	r := bytes.NewReader(data)
+	var c checker
 	switch {
 	case bytes.HasPrefix(data, []byte(engine.ExportMagic)):
-		s, err := engine.ReadExport(bytes.NewReader(data))
-		return s, noClose, err
+		c, err = engine.ReadExport(r)
 	case bytes.HasPrefix(data, []byte(engine.FrozenMagic)):
-		z, err := engine.ReadFrozen(bytes.NewReader(data))
-		return z, noClose, err
+		c, err = engine.ReadFrozen(r)
+	default:
+		return nil, nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
 	}
-	return nil, nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
+	if err == nil {
+		err = nothingAfter(path, r)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, noClose, nil
+}
+
+// nothingAfter checks that r, from which the engine has read an export to
+// its checksum, holds nothing more. The engine reads a stream no further
+// than an export's end, for callers that send more after it; for a file or
+// a pipe given to the command, more is a mistake that would otherwise go
+// unseen: two exports joined (only the first would count) or bytes
+// appended.
+func nothingAfter(path string, r io.Reader) error {
+	n, err := io.Copy(io.Discard, r)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s: after its export: %v", engine.ErrCorrupt, path, err)
+	case n > 0:
+		return fmt.Errorf("%w: %s holds %s after its export's checksum: two exports joined, or bytes appended", engine.ErrCorrupt, path, counted(n, "more byte"))
+	}
+	return nil
 }
 
 // exportBytes reads what path holds, for check, unless engine.Open is the
