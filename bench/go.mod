@@ -10,7 +10,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/tallybloom/tallybloom v0.0.0
 	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 )
 
