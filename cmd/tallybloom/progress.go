@@ -64,8 +64,6 @@ func (p *progress) reader(r io.Reader) io.Reader {
 	return &reader
 }
 
-// summary ends the bar and prints one line: what was done, how long it
-// took, and the rate.
 // counted is n and noun, in the plural unless n is 1.
 func counted[N int | int64 | uint64](n N, noun string) string {
 	if n == 1 {
@@ -74,6 +72,8 @@ func counted[N int | int64 | uint64](n N, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// summary ends the bar and prints one line: what was done, how long it
+// took, and the rate.
 func (p *progress) summary(format string, args ...any) {
 	if p.bar != nil {
 		_ = p.bar.Finish()
