@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -61,6 +62,37 @@ func TestCreatedFilesAppearWhole(t *testing.T) {
 	entries, err = os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "nothing more beside it")
+}
+
+// An empty path is refused before anything is built: the file would be
+// made in the working directory, whole, and only its rename would fail.
+func TestCreateRefusesAnEmptyPath(t *testing.T) {
+	src := newTestFilter(t, Config{Capacity: 500, ErrorRate: 0.01, Seed: 6})
+	var export bytes.Buffer
+	require.NoError(t, src.Export(&export))
+	t.Chdir(t.TempDir())
+
+	_, err := Create("", Config{Capacity: 10, ErrorRate: 0.1}, nil)
+	assert.ErrorIs(t, err, ErrInvalidInput)
+	assert.ErrorContains(t, err, "empty path")
+	read := &countingReader{r: bytes.NewReader(export.Bytes())}
+	_, err = Import("", read, nil)
+	assert.ErrorIs(t, err, ErrInvalidInput)
+	assert.LessOrEqual(t, read.n, exportHeader+exportSub*len(src.Stats().SubFilters), "no counters read")
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing made in the working directory")
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += n
+	return n, err
 }
 
 // takingOpen opens files as os.OpenFile does, and after making each of the

@@ -148,6 +148,11 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		return nil, err
 	}
 	o := opts.withDefaults()
+	if path == "" {
+		// Refused here: the file would be built in the working directory
+		// and only its rename to "" would fail.
+		return nil, fmt.Errorf("%w: an empty path", ErrInvalidInput)
+	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrExists, path)
 	}
