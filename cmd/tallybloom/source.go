@@ -36,25 +36,24 @@ func openForCheck(path string, opts *engine.Options) (checker, func() error, err
 		}
 		return f, f.Close, nil
 	}
-	data = decodeIfBase64(data)
-	noClose := func() error { return nil }
-	r := bytes.NewReader(data)
+	stream := decoded(bytes.NewReader(data))
+	head, _ := stream.Peek(len(engine.ExportMagic))
 	var c checker
 	switch {
-	case bytes.HasPrefix(data, []byte(engine.ExportMagic)):
-		c, err = engine.ReadExport(r)
-	case bytes.HasPrefix(data, []byte(engine.FrozenMagic)):
-		c, err = engine.ReadFrozen(r)
+	case startsAs(head, engine.ExportMagic):
+		c, err = engine.ReadExport(stream)
+	case startsAs(head, engine.FrozenMagic):
+		c, err = engine.ReadFrozen(stream)
 	default:
 		return nil, nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
 	}
 	if err == nil {
-		err = nothingAfter(path, r)
+		err = nothingAfter(path, stream)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, noClose, nil
+	return c, func() error { return nil }, nil
 }
 
 // nothingAfter checks that r, from which the engine has read an export to
@@ -100,19 +99,6 @@ func exportBytes(path string) (data []byte, asFilter bool, err error) {
 	return data, false, err
 }
 
-// decodeIfBase64 returns the bytes data encodes if it is base64 (as
-// export --base64 writes it, URL-safe without padding, or standard), else
-// data itself.
-func decodeIfBase64(data []byte) []byte {
-	text := bytes.TrimSpace(data)
-	for _, enc := range []*base64.Encoding{base64.RawURLEncoding, base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
-		if decoded, err := enc.DecodeString(string(text)); err == nil {
-			return decoded
-		}
-	}
-	return data
-}
-
 // exportStream opens an export for import: a path or "-" for standard input,
 // binary or base64, streamed. What is not an export is refused before
 // anything is made, saying what it is where it can: a filter file or a
@@ -129,12 +115,8 @@ func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error,
 		}
 		in, closer = file, file.Close
 	}
-	stream := bufio.NewReader(in)
-	head, _ := stream.Peek(sniffBytes)
-	if !startsAs(head, engine.ExportMagic) && !startsAs(head, engine.Magic) && looksBase64(head) {
-		stream = bufio.NewReader(base64.NewDecoder(base64.RawURLEncoding, urlSafe{stream}))
-		head, _ = stream.Peek(len(engine.ExportMagic))
-	}
+	stream := decoded(in)
+	head, _ := stream.Peek(len(engine.ExportMagic))
 	if err := notExport(path, head); err != nil {
 		_ = closer()
 		return nil, 0, nil, err
@@ -142,9 +124,22 @@ func exportStream(path string, stdin io.Reader) (io.Reader, int64, func() error,
 	return stream, size, closer, nil
 }
 
+// decoded reads r as it is or, if r starts as base64, what it encodes:
+// export --base64 writes URL-safe base64 without padding, other tools the
+// standard alphabet with it, either perhaps broken into lines.
+func decoded(r io.Reader) *bufio.Reader {
+	stream := bufio.NewReader(r)
+	head, _ := stream.Peek(sniffBytes)
+	if !startsAs(head, engine.ExportMagic) && !startsAs(head, engine.Magic) && looksBase64(head) {
+		stream = bufio.NewReader(base64.NewDecoder(base64.RawURLEncoding, urlSafe{stream}))
+	}
+	return stream
+}
+
 // urlSafe reads base64 of either alphabet, padded or not (export writes
 // URL-safe without padding; other tools write the standard alphabet with
-// it), as URL-safe without padding.
+// it), as URL-safe without padding. Spaces and tabs, which an editor may
+// leave, are dropped; the decoder itself skips line breaks.
 type urlSafe struct{ r io.Reader }
 
 func (u urlSafe) Read(p []byte) (int, error) {
@@ -156,7 +151,7 @@ func (u urlSafe) Read(p []byte) (int, error) {
 			kept = append(kept, '-')
 		case '/':
 			kept = append(kept, '_')
-		case '=':
+		case '=', ' ', '\t':
 		default:
 			kept = append(kept, c)
 		}
@@ -221,13 +216,7 @@ func withExportHint(path string, err error) error {
 		return err
 	}
 	defer file.Close()
-	head := make([]byte, sniffBytes)
-	n, _ := io.ReadFull(file, head)
-	head = head[:n]
-	if kind(head) == "" {
-		// Whole groups of four characters decode without padding.
-		head = decodeIfBase64(head[:n/4*4])
-	}
+	head, _ := decoded(file).Peek(len(engine.ExportMagic))
 	switch kind(head) {
 	case anExport:
 		return fmt.Errorf("%w; it is an export: tallybloom import %s FILE makes a filter file of it", err, path)
@@ -239,13 +228,13 @@ func withExportHint(path string, err error) error {
 
 func startsAs(head []byte, magic string) bool { return bytes.HasPrefix(head, []byte(magic)) }
 
-// looksBase64 reports whether head is all base64 (either alphabet) or line
-// breaks, as export --base64 writes it.
+// looksBase64 reports whether head is all base64 (either alphabet) or
+// white space, as export --base64 writes it.
 func looksBase64(head []byte) bool {
 	for _, c := range head {
 		switch {
 		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case c == '-', c == '_', c == '+', c == '/', c == '=', c == '\n', c == '\r':
+		case c == '-', c == '_', c == '+', c == '/', c == '=', c == '\n', c == '\r', c == ' ', c == '\t':
 		default:
 			return false
 		}
