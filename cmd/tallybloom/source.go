@@ -36,24 +36,35 @@ func openForCheck(path string, opts *engine.Options) (checker, func() error, err
 		}
 		return f, f.Close, nil
 	}
+	c, err := exportChecker(path, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() error { return nil }, nil
+}
+
+// exportChecker loads data, read from path, as a portable or frozen export,
+// binary or base64, with nothing after it.
+func exportChecker(path string, data []byte) (checker, error) {
 	stream := decoded(bytes.NewReader(data))
 	head, _ := stream.Peek(len(engine.ExportMagic))
 	var c checker
+	var err error
 	switch {
 	case startsAs(head, engine.ExportMagic):
 		c, err = engine.ReadExport(stream)
 	case startsAs(head, engine.FrozenMagic):
 		c, err = engine.ReadFrozen(stream)
 	default:
-		return nil, nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
+		return nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
 	}
 	if err == nil {
 		err = nothingAfter(path, stream)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return c, func() error { return nil }, nil
+	return c, nil
 }
 
 // nothingAfter checks that r, from which the engine has read an export to

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+)
+
+// FuzzExportChecker checks, for any bytes check may be given as an export,
+// that it loads them or refuses them with one of the engine's sentinels,
+// never both and never a panic, and that what it loads is an export with
+// nothing after it: the same bytes with one more character are refused.
+func FuzzExportChecker(f *testing.F) {
+	filter, err := engine.Create(filepath.Join(f.TempDir(), "f.tb"), engine.Config{Capacity: 10, ErrorRate: 0.1, Fixed: true, Seed: 3}, nil)
+	require.NoError(f, err)
+	require.NoError(f, filter.AddString("key", 1))
+	var export, frozen bytes.Buffer
+	require.NoError(f, filter.Export(&export))
+	require.NoError(f, filter.ExportFrozen(&frozen))
+	require.NoError(f, filter.Close())
+	wrapped := []byte(base64.StdEncoding.EncodeToString(export.Bytes()))
+	for i := 76; i < len(wrapped); i += 77 {
+		wrapped = append(wrapped[:i], append([]byte("\n"), wrapped[i:]...)...)
+	}
+	for _, seed := range [][]byte{
+		export.Bytes(),
+		frozen.Bytes(),
+		[]byte(base64.RawURLEncoding.EncodeToString(export.Bytes()) + "\n"),
+		[]byte(base64.RawURLEncoding.EncodeToString(frozen.Bytes())),
+		wrapped,
+	} {
+		c, err := exportChecker("seed", seed)
+		require.NoError(f, err)
+		require.True(f, c.ContainsString("key"))
+		f.Add(seed)
+	}
+	f.Add([]byte(engine.ExportMagic))
+	f.Add([]byte("VEJFWFBPUlQ"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := exportChecker("in", data)
+		if err != nil {
+			require.Nil(t, c)
+			requireRefused(t, err)
+			return
+		}
+		require.NotNil(t, c)
+		c.ContainsString("key")
+		c, err = exportChecker("in", append(data[:len(data):len(data)], '!'))
+		require.Nil(t, c, "a character after an export")
+		requireRefused(t, err)
+	})
+}
+
+// requireRefused requires err to be one of the sentinels of what is not a
+// whole, readable export.
+func requireRefused(t *testing.T, err error) {
+	t.Helper()
+	for _, sentinel := range []error{engine.ErrCorrupt, engine.ErrNotFilter, engine.ErrVersion} {
+		if errors.Is(err, sentinel) {
+			return
+		}
+	}
+	t.Fatalf("not refused as an export: %v", err)
+}
