@@ -84,6 +84,8 @@ func TestCreateRefusesAnEmptyPath(t *testing.T) {
 	assert.Empty(t, entries, "nothing made in the working directory")
 }
 
+// countingReader counts the bytes read through it: how far a call got
+// into a stream before it gave up.
 type countingReader struct {
 	r io.Reader
 	n int
