@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,12 +63,19 @@ func TestQueue(t *testing.T) {
 	q.drop(q.len())
 	assert.Zero(t, q.len())
 	assert.Empty(t, q.first(1))
-	allocs := testing.AllocsPerRun(10, func() {
-		for range 2 * segChanges {
-			q.push(change{seq: 1})
-		}
-		q.drop(q.len())
-	})
+	// AllocsPerRun counts the whole process's allocations, and an earlier
+	// test's client may still be dialling a server that has gone: an
+	// allocation of the queue's shows in every measurement, a stray one in
+	// few. The least of three is the queue's.
+	allocs := math.Inf(1)
+	for range 3 {
+		allocs = min(allocs, testing.AllocsPerRun(100, func() {
+			for range 2 * segChanges {
+				q.push(change{seq: 1})
+			}
+			q.drop(q.len())
+		}))
+	}
 	assert.Zero(t, allocs, "spent segments are filled again")
 
 	q.push(change{seq: 1})
