@@ -427,7 +427,18 @@ func TestBadInput(t *testing.T) {
 		assert.Equal(t, 2, code, "%v", args)
 		assert.Contains(t, errOut, "not a tallybloom filter", "%v", args)
 	}
-	_, errOut, code := tallybloom(t, "stats")
+	// An empty path, as an unset shell variable gives: import and export
+	// refuse it, saying so, before they make anything.
+	filter, export := newFile(t, "--capacity", "10", "--error-rate", "0.1"), filepath.Join(t.TempDir(), "export")
+	_, errOut, code := tallybloom(t, "export", filter, export)
+	require.Equal(t, 0, code, errOut)
+	for _, args := range [][]string{{"export", filter, ""}, {"import", export, ""}} {
+		_, errOut, code := tallybloom(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errOut, "empty path", "%v", args)
+	}
+
+	_, errOut, code = tallybloom(t, "stats")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "Usage:")
 	_, errOut, code = tallybloom(t, "frobnicate")

@@ -38,6 +38,10 @@ type output struct {
 // write over a filter file: source itself, which the command has mapped,
 // or another, which a process may have mapped and which would be lost.
 func createOutput(path, source string) (*output, error) {
+	if path == "" {
+		// The working directory, "." to EvalSymlinks, is not what was meant.
+		return nil, fmt.Errorf("%w: OUT is an empty path", engine.ErrInvalidInput)
+	}
 	target := path
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		target = resolved
