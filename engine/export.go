@@ -266,7 +266,8 @@ func (v *verifying) ReadByte() (byte, error) {
 	return b[0], err
 }
 
-// check reads the trailer, which must match everything read before it.
+// check reads the trailer, which must match everything read before it,
+// and, from a WholeStream, that nothing follows it.
 func (v *verifying) check(what string) error {
 	sum := v.crc.Sum32()
 	var trailer [4]byte
@@ -276,8 +277,32 @@ func (v *verifying) check(what string) error {
 	if binary.LittleEndian.Uint32(trailer[:]) != sum {
 		return fmt.Errorf("%w: %s: checksum mismatch", ErrCorrupt, what)
 	}
+	whole, ok := v.r.(wholeStream)
+	if !ok {
+		return nil
+	}
+	switch n, err := io.Copy(io.Discard, whole.Reader); {
+	case err != nil:
+		return fmt.Errorf("%w: %s: what follows its checksum: %v", ErrCorrupt, what, err)
+	case n == 1:
+		return fmt.Errorf("%w: %s: 1 more byte after its checksum: a byte appended", ErrCorrupt, what)
+	case n > 1:
+		return fmt.Errorf("%w: %s: %d more bytes after its checksum: two exports joined, or bytes appended", ErrCorrupt, what, n)
+	}
 	return nil
 }
+
+// WholeStream marks r, given to Import, ImportAs, ReadExport or
+// ReadFrozen, as holding one export and nothing after it: they then read r
+// to its end and fail with ErrCorrupt if anything follows the export's
+// checksum (two exports joined, or bytes appended), as for a damaged
+// export, so that Import leaves no file at its path, not even for a moment.
+// Without it they read r no further than the checksum and leave the rest
+// to the caller. Give them what WholeStream returns as it is: wrapped in
+// another reader, the mark is not seen.
+func WholeStream(r io.Reader) io.Reader { return wholeStream{r} }
+
+type wholeStream struct{ io.Reader }
 
 func readExportHeader(v *verifying) (exported, error) {
 	b := make([]byte, exportHeader)
@@ -642,7 +667,7 @@ func loadCountersInto(dst, src []byte) {
 
 // ReadExport loads an Export stream in memory. Like Import and ReadFrozen,
 // it reads r no further than the export's checksum, so whatever follows in
-// r is left for the caller to read.
+// r is left for the caller to read, unless r is a WholeStream.
 func ReadExport(r io.Reader) (*Snapshot, error) {
 	v := &verifying{r: r, crc: crc32.New(castagnoli)}
 	e, err := readExportHeader(v)
@@ -741,7 +766,7 @@ func (z *Frozen) Contains(key []byte) bool { return anyContains(z.subs, z.hasher
 func (z *Frozen) ContainsString(key string) bool { return anyContains(z.subs, z.hasher.String(key)) }
 
 // ReadFrozen loads a frozen filter written by ExportFrozen, reading r no
-// further than its checksum.
+// further than its checksum unless r is a WholeStream.
 func ReadFrozen(r io.Reader) (*Frozen, error) {
 	v := &verifying{r: r, crc: crc32.New(castagnoli)}
 	head := make([]byte, len(FrozenMagic)+1+8+1)
@@ -797,7 +822,7 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 // only once whole and flushed, so a process killed while it imports leaves
 // nothing at path; the next Create or Import of path removes what it left.
 // It reads r no further than the export's checksum: a stream that goes on
-// after it is not an error here (see ReadExport).
+// after it is not an error here, unless r is a WholeStream.
 func Import(path string, r io.Reader, opts *Options) (*Filter, error) {
 	return importFile(path, r, opts, func(*Config) {})
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -82,6 +85,88 @@ func TestReadersStopAtTheChecksum(t *testing.T) {
 	_, err = ReadExport(r)
 	require.NoError(t, err)
 	assert.Equal(t, 4, r.Len(), "ReadExport stops at its checksum")
+}
+
+// A WholeStream holds one export and nothing more: whatever follows the
+// checksum fails every reader, and Import never gives its file the path,
+// not even while it reads what follows.
+func TestWholeStreamRefusesWhatFollows(t *testing.T) {
+	f, stream := exportedFilter(t)
+	var buf bytes.Buffer
+	require.NoError(t, f.ExportFrozen(&buf))
+	frozen := buf.Bytes()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "imported.tb")
+	readers := map[string]struct {
+		export []byte
+		read   func(r io.Reader) error
+	}{
+		"Import": {stream, func(r io.Reader) error {
+			g, err := Import(path, r, nil)
+			if err == nil {
+				err = errors.Join(g.Close(), os.Remove(path))
+			}
+			return err
+		}},
+		"ImportAs": {stream, func(r io.Reader) error {
+			g, err := ImportAs(path, r, true, nil)
+			if err == nil {
+				err = errors.Join(g.Close(), os.Remove(path))
+			}
+			return err
+		}},
+		"ReadExport": {stream, func(r io.Reader) error { _, err := ReadExport(r); return err }},
+		"ReadFrozen": {frozen, func(r io.Reader) error { _, err := ReadFrozen(r); return err }},
+	}
+	for name, c := range readers {
+		require.NoError(t, c.read(WholeStream(bytes.NewReader(c.export))), "%s: the export alone", name)
+		for tail, says := range map[string]string{
+			"\n":             ": 1 more byte after its checksum: a byte appended",
+			string(c.export): fmt.Sprintf(": %d more bytes after its checksum: two exports joined", len(c.export)),
+		} {
+			// The tail arrives in reads of its own, each of which looks for
+			// a file at path.
+			r := &watchingReader{r: bytes.NewReader(slices.Concat(c.export, []byte(tail))), at: len(c.export), path: path}
+			err := c.read(WholeStream(r))
+			require.ErrorIs(t, err, ErrCorrupt, name)
+			assert.Contains(t, err.Error(), says, name)
+			assert.Zero(t, r.sawFile, "%s: a file at path while the tail was read", name)
+			assert.Positive(t, r.tailReads, "%s: the tail was read", name)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "%s leaves nothing behind", name)
+		}
+		broken := io.MultiReader(bytes.NewReader(c.export), iotest.ErrReader(errors.New("disk gone")))
+		err := c.read(WholeStream(broken))
+		require.ErrorIs(t, err, ErrCorrupt, name)
+		assert.Contains(t, err.Error(), "what follows its checksum: disk gone", name)
+		// Unmarked, the readers stop at the checksum as before.
+		require.NoError(t, c.read(bytes.NewReader(slices.Concat(c.export, []byte("tail")))), name)
+	}
+}
+
+// watchingReader reads r, in pieces that end at offset at, and from there
+// notes whether a file exists at path each time it is read.
+type watchingReader struct {
+	r                  *bytes.Reader
+	at, read           int
+	path               string
+	tailReads, sawFile int
+}
+
+func (w *watchingReader) Read(b []byte) (int, error) {
+	if w.read < w.at {
+		b = b[:min(len(b), w.at-w.read)]
+	} else {
+		w.tailReads++
+		if _, err := os.Stat(w.path); err == nil {
+			w.sawFile++
+		}
+		b = b[:min(len(b), 1)]
+	}
+	n, err := w.r.Read(b)
+	w.read += n
+	return n, err
 }
 
 func TestFrozenExport(t *testing.T) {
