@@ -563,7 +563,7 @@ func TestImportSaysWhatItWasGiven(t *testing.T) {
 
 // import and check refuse an export with anything after it: two exports
 // joined would otherwise answer as the first alone, without a word. import
-// leaves no file behind.
+// makes no file. Both name the export.
 func TestExportsJoinedOrAppendedToAreRefused(t *testing.T) {
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
 	_, _, code := tallybloomIn(t, "a\nb\n", "add", "--id", "1", path)
@@ -593,18 +593,20 @@ func TestExportsJoinedOrAppendedToAreRefused(t *testing.T) {
 		require.NoError(t, os.WriteFile(in, c.data, 0o644))
 		_, errOut, code := tallybloomIn(t, "a\n", "check", in)
 		assert.Equal(t, 2, code, name)
-		assert.Contains(t, errOut, "after its export", name)
+		assert.Contains(t, errOut, in+": engine: corrupt file: ", name)
+		assert.Regexp(t, `(more bytes? after|what follows) its checksum`, errOut, name)
 		if !c.imports {
 			continue
 		}
 		out := filepath.Join(dir, name+".tb")
 		_, errOut, code = tallybloom(t, "import", in, out)
 		assert.Equal(t, 2, code, name)
-		assert.Contains(t, errOut, "after its export", name)
-		assert.Contains(t, errOut, out+" removed", name)
+		assert.Contains(t, errOut, in+": engine: corrupt file: ", name)
+		assert.Regexp(t, `(more bytes? after|what follows) its checksum`, errOut, name)
 		assert.NoFileExists(t, out, name)
 		_, errOut, code = tallybloomIn(t, string(c.data), "import", "-", out)
 		assert.Equal(t, 2, code, "%s on standard input", name)
+		assert.Contains(t, errOut, "standard input: engine: corrupt file: ", name)
 		assert.NoFileExists(t, out, name)
 	}
 

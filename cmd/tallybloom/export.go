@@ -3,10 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -112,7 +110,7 @@ func importCommand() *cobra.Command {
 FILE keeps presence bits or not as the exported filter did, unless
 --presence-bits or --counters-only says otherwise: exporting a filter and
 importing it the other way changes its layout (see create). IN must hold
-one export and nothing after it: if more follows, FILE is removed again.`,
+one export and nothing after it: if more follows, FILE is not made.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, size, closeIn, err := exportStream(args[0], cmd.InOrStdin())
@@ -121,18 +119,17 @@ one export and nothing after it: if more follows, FILE is removed again.`,
 			}
 			defer closeIn()
 			p := newProgress(cmd.ErrOrStderr(), "import", size)
+			// One export and nothing after it: more is two exports joined,
+			// or bytes appended, which would otherwise go unseen.
+			whole := engine.WholeStream(p.reader(in))
 			var f *engine.Filter
 			if layout.chosen() {
-				f, err = engine.ImportAs(args[1], p.reader(in), layout.countersOnly, filterOptions(cmd, false))
+				f, err = engine.ImportAs(args[1], whole, layout.countersOnly, filterOptions(cmd, false))
 			} else {
-				f, err = engine.Import(args[1], p.reader(in), filterOptions(cmd, false))
+				f, err = engine.Import(args[1], whole, filterOptions(cmd, false))
 			}
 			if err != nil {
-				return err
-			}
-			if err := nothingAfter(args[0], in); err != nil {
-				// The file has its name by now: take it back.
-				return errors.Join(fmt.Errorf("%w; %s removed", err, args[1]), f.Close(), os.Remove(args[1]))
+				return inExport(args[0], err)
 			}
 			s := f.Stats()
 			p.keys = s.Count

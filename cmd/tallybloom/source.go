@@ -50,38 +50,31 @@ func exportChecker(path string, data []byte) (checker, error) {
 	head, _ := stream.Peek(len(engine.ExportMagic))
 	var c checker
 	var err error
-	switch {
+	// One export and nothing after it, as for import.
+	switch whole := engine.WholeStream(stream); {
 	case startsAs(head, engine.ExportMagic):
-		c, err = engine.ReadExport(stream)
+		c, err = engine.ReadExport(whole)
 	case startsAs(head, engine.FrozenMagic):
-		c, err = engine.ReadFrozen(stream)
+		c, err = engine.ReadFrozen(whole)
 	default:
 		return nil, fmt.Errorf("%w: %s is neither a filter file nor an export", engine.ErrNotFilter, path)
 	}
-	if err == nil {
-		err = nothingAfter(path, stream)
-	}
 	if err != nil {
-		return nil, err
+		return nil, inExport(path, err)
 	}
 	return c, nil
 }
 
-// nothingAfter checks that r, from which the engine has read an export to
-// its checksum, holds nothing more. The engine reads a stream no further
-// than an export's end, for callers that send more after it; for a file or
-// a pipe given to the command, more is a mistake that would otherwise go
-// unseen: two exports joined (only the first would count) or bytes
-// appended.
-func nothingAfter(path string, r io.Reader) error {
-	n, err := io.Copy(io.Discard, r)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: %s: after its export: %v", engine.ErrCorrupt, path, err)
-	case n > 0:
-		return fmt.Errorf("%w: %s holds %s after its export's checksum: two exports joined, or bytes appended", engine.ErrCorrupt, path, counted(n, "more byte"))
+// inExport names the export path (or "-") in err, if err is the engine's
+// word on the export's bytes rather than on the file being made of it.
+func inExport(path string, err error) error {
+	if !errors.Is(err, engine.ErrCorrupt) && !errors.Is(err, engine.ErrVersion) && !errors.Is(err, engine.ErrNotFilter) {
+		return err
 	}
-	return nil
+	if path == "-" {
+		path = "standard input"
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // exportBytes reads what path holds, for check, unless engine.Open is the
