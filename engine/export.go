@@ -281,24 +281,33 @@ func (v *verifying) check(what string) error {
 	if !ok {
 		return nil
 	}
-	switch n, err := io.Copy(io.Discard, whole.Reader); {
-	case err != nil:
+	// Counted, a tail says what it is (as long as the export: two joined),
+	// up to a bound, so that a stream without end still ends here.
+	switch n, err := io.CopyN(io.Discard, whole.Reader, wholeTailCounted+1); {
+	case err != nil && err != io.EOF:
 		return fmt.Errorf("%w: %s: what follows its checksum: %v", ErrCorrupt, what, err)
 	case n == 1:
 		return fmt.Errorf("%w: %s: 1 more byte after its checksum: a byte appended", ErrCorrupt, what)
+	case n > wholeTailCounted:
+		return fmt.Errorf("%w: %s: more than %d MiB after its checksum: two exports joined, or bytes appended", ErrCorrupt, what, wholeTailCounted>>20)
 	case n > 1:
 		return fmt.Errorf("%w: %s: %d more bytes after its checksum: two exports joined, or bytes appended", ErrCorrupt, what, n)
 	}
 	return nil
 }
 
+// wholeTailCounted is how far past an export's checksum a WholeStream is
+// read, to count what follows.
+const wholeTailCounted = 64 << 20
+
 // WholeStream marks r, given to Import, ImportAs, ReadExport or
 // ReadFrozen, as holding one export and nothing after it: they then read r
 // to its end and fail with ErrCorrupt if anything follows the export's
 // checksum (two exports joined, or bytes appended), as for a damaged
 // export, so that Import leaves no file at its path, not even for a moment.
-// Without it they read r no further than the checksum and leave the rest
-// to the caller. Give them what WholeStream returns as it is: wrapped in
+// They read at most 64 MiB past the checksum, to count what follows, so a
+// stream without end fails too. Without the mark they read r no further
+// than the checksum and leave the rest to the caller. Give them what WholeStream returns as it is: wrapped in
 // another reader, the mark is not seen.
 func WholeStream(r io.Reader) io.Reader { return wholeStream{r} }
 

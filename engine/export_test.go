@@ -136,13 +136,25 @@ func TestWholeStreamRefusesWhatFollows(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, entries, "%s leaves nothing behind", name)
 		}
+		endless := io.MultiReader(bytes.NewReader(c.export), zeros{})
+		err := c.read(WholeStream(endless))
+		require.ErrorIs(t, err, ErrCorrupt, name)
+		assert.Contains(t, err.Error(), ": more than 64 MiB after its checksum", name)
 		broken := io.MultiReader(bytes.NewReader(c.export), iotest.ErrReader(errors.New("disk gone")))
-		err := c.read(WholeStream(broken))
+		err = c.read(WholeStream(broken))
 		require.ErrorIs(t, err, ErrCorrupt, name)
 		assert.Contains(t, err.Error(), "what follows its checksum: disk gone", name)
 		// Unmarked, the readers stop at the checksum as before.
 		require.NoError(t, c.read(bytes.NewReader(slices.Concat(c.export, []byte("tail")))), name)
 	}
+}
+
+// zeros reads zeros for ever.
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
 }
 
 // watchingReader reads r, in pieces that end at offset at, and from there
