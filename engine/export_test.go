@@ -260,21 +260,32 @@ func FuzzReadExport(f *testing.F) {
 	}
 	require.NoError(f, flt.Export(&buf))
 	f.Add(buf.Bytes())
+	f.Add(slices.Concat(buf.Bytes(), []byte{0}))
 	buf.Reset()
 	require.NoError(f, flt.ExportFrozen(&buf))
 	f.Add(buf.Bytes())
+	f.Add(slices.Concat(buf.Bytes(), buf.Bytes()))
 	require.NoError(f, flt.Close())
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		if snap, err := ReadExport(bytes.NewReader(stream)); err == nil {
+		r := bytes.NewReader(stream)
+		snap, err := ReadExport(r)
+		if err == nil {
 			snap.Contains([]byte("x"))
 		} else {
 			assert.Nil(t, snap)
 		}
-		if z, err := ReadFrozen(bytes.NewReader(stream)); err == nil {
+		// A WholeStream reads the same, and also refuses a tail.
+		_, wholeErr := ReadExport(WholeStream(bytes.NewReader(stream)))
+		assert.Equal(t, err == nil && r.Len() == 0, wholeErr == nil, "export: %v, %d bytes after it; whole: %v", err, r.Len(), wholeErr)
+		r = bytes.NewReader(stream)
+		z, err := ReadFrozen(r)
+		if err == nil {
 			z.Contains([]byte("x"))
 		} else {
 			assert.Nil(t, z)
 		}
+		_, wholeErr = ReadFrozen(WholeStream(bytes.NewReader(stream)))
+		assert.Equal(t, err == nil && r.Len() == 0, wholeErr == nil, "frozen: %v, %d bytes after it; whole: %v", err, r.Len(), wholeErr)
 	})
 }
 
