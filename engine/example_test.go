@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -60,6 +62,38 @@ func ExampleOpen() {
 	s := f.Stats()
 	fmt.Println(f.ContainsString("https://spam.example/"), s.Count, s.MemSeq == s.DiskSeq)
 	// Output: true 1 true
+}
+
+// An export moves a filter to another machine as one stream; Import makes
+// a file of it there. A file given whole is read as a WholeStream, so that
+// anything after its export (a second export appended, say) is refused
+// rather than left unread.
+func ExampleImport() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+
+	f, _ := engine.Create(filepath.Join(dir, "spam.tb"), engine.Config{Capacity: 1000, ErrorRate: 0.01}, nil)
+	_ = f.AddString("https://spam.example/", 1)
+	var export bytes.Buffer
+	if err := f.Export(&export); err != nil {
+		panic(err)
+	}
+	_ = f.Close()
+
+	g, err := engine.Import(filepath.Join(dir, "copy.tb"), engine.WholeStream(bytes.NewReader(export.Bytes())), nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.ContainsString("https://spam.example/"), g.Stats().Count)
+	_ = g.Close()
+
+	twice := append(export.Bytes(), export.Bytes()...)
+	_, err = engine.Import(filepath.Join(dir, "twice.tb"), engine.WholeStream(bytes.NewReader(twice)), nil)
+	_, statErr := os.Stat(filepath.Join(dir, "twice.tb"))
+	fmt.Println(errors.Is(err, engine.ErrCorrupt), errors.Is(statErr, fs.ErrNotExist))
+	// Output:
+	// true 1
+	// true true
 }
 
 // TestAndAdd deduplicates a click log in one step.
