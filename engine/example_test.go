@@ -87,7 +87,7 @@ func ExampleImport() {
 	fmt.Println(g.ContainsString("https://spam.example/"), g.Stats().Count)
 	_ = g.Close()
 
-	twice := append(export.Bytes(), export.Bytes()...)
+	twice := bytes.Repeat(export.Bytes(), 2)
 	_, err = engine.Import(filepath.Join(dir, "twice.tb"), engine.WholeStream(bytes.NewReader(twice)), nil)
 	_, statErr := os.Stat(filepath.Join(dir, "twice.tb"))
 	fmt.Println(errors.Is(err, engine.ErrCorrupt), errors.Is(statErr, fs.ErrNotExist))
