@@ -45,7 +45,8 @@ var (
 	ErrInvalidConfig = errors.New("engine: invalid config")
 
 	// ErrInvalidInput: an argument that cannot be used, such as batches of
-	// keys and ids of different lengths.
+	// keys and ids of different lengths, an empty path, or a nil reader or
+	// writer for an export.
 	ErrInvalidInput = errors.New("engine: invalid input")
 
 	// ErrIDRetired: an id older than every retained sub-filter; its

@@ -93,6 +93,12 @@ const exportChunk = 8 << 20
 // without ever being in memory whole. Import checks what it reads; an
 // error from read ends the stream short, and is returned.
 func WriteExport(w io.Writer, cfg Config, memSeq uint64, subs []SubFilterStats, read func(i int, offset uint64, dst []byte) error) error {
+	if read == nil {
+		return fmt.Errorf("%w: a nil read function", ErrInvalidInput)
+	}
+	if err := newChecksummed(w).err; err != nil {
+		return err // before read is asked for anything
+	}
 	largest := uint64(0)
 	for _, sub := range subs {
 		largest = max(largest, sub.geometry().Bytes())
@@ -213,8 +219,14 @@ type checksummed struct {
 	err error
 }
 
+// newChecksummed writes to w; a nil w fails the writes with
+// ErrInvalidInput.
 func newChecksummed(w io.Writer) *checksummed {
-	return &checksummed{w: bufio.NewWriter(w), crc: crc32.New(castagnoli)}
+	c := &checksummed{w: bufio.NewWriter(w), crc: crc32.New(castagnoli)}
+	if w == nil {
+		c.err = fmt.Errorf("%w: a nil writer", ErrInvalidInput)
+	}
+	return c
 }
 
 func (c *checksummed) Write(b []byte) {
@@ -250,6 +262,14 @@ type exportedSub struct {
 type verifying struct {
 	r   io.Reader
 	crc hash.Hash32
+}
+
+// newVerifying reads r, which may be a WholeStream; a nil r is refused.
+func newVerifying(r io.Reader) (*verifying, error) {
+	if whole, ok := r.(wholeStream); r == nil || ok && whole.Reader == nil {
+		return nil, fmt.Errorf("%w: a nil reader", ErrInvalidInput)
+	}
+	return &verifying{r: r, crc: crc32.New(castagnoli)}, nil
 }
 
 func (v *verifying) Read(b []byte) (int, error) {
@@ -678,7 +698,10 @@ func loadCountersInto(dst, src []byte) {
 // it reads r no further than the export's checksum, so whatever follows in
 // r is left for the caller to read, unless r is a WholeStream.
 func ReadExport(r io.Reader) (*Snapshot, error) {
-	v := &verifying{r: r, crc: crc32.New(castagnoli)}
+	v, err := newVerifying(r)
+	if err != nil {
+		return nil, err
+	}
 	e, err := readExportHeader(v)
 	if err != nil {
 		return nil, err
@@ -777,7 +800,10 @@ func (z *Frozen) ContainsString(key string) bool { return anyContains(z.subs, z.
 // ReadFrozen loads a frozen filter written by ExportFrozen, reading r no
 // further than its checksum unless r is a WholeStream.
 func ReadFrozen(r io.Reader) (*Frozen, error) {
-	v := &verifying{r: r, crc: crc32.New(castagnoli)}
+	v, err := newVerifying(r)
+	if err != nil {
+		return nil, err
+	}
 	head := make([]byte, len(FrozenMagic)+1+8+1)
 	if _, err := io.ReadFull(v, head); err != nil {
 		return nil, fmt.Errorf("%w: frozen filter: truncated: %v", ErrCorrupt, err)
@@ -810,7 +836,6 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 			return nil, fmt.Errorf("%w: frozen filter: sub-filter %d: %v", ErrCorrupt, i, err)
 		}
 	}
-	var err error
 	z.subs, err = readSubFilters(v, "frozen filter", n, func(i int) (uint64, func([]byte) (*counting.Frozen, error)) {
 		s := shapes[i]
 		return counting.FrozenBytes(s.g), func(bits []byte) (*counting.Frozen, error) {
@@ -848,7 +873,10 @@ func ImportAs(path string, r io.Reader, countersOnly bool, opts *Options) (*Filt
 // importFile is Import with the exported config passed through layout
 // before the file is made.
 func importFile(path string, r io.Reader, opts *Options, layout func(*Config)) (*Filter, error) {
-	v := &verifying{r: r, crc: crc32.New(castagnoli)}
+	v, err := newVerifying(r)
+	if err != nil {
+		return nil, err
+	}
 	e, err := readExportHeader(v)
 	if err != nil {
 		return nil, err

@@ -503,3 +503,47 @@ func TestWriteExportFromParts(t *testing.T) {
 	_, err = Import(tempPath(t), &short, nil)
 	assert.ErrorIs(t, err, ErrCorrupt)
 }
+
+// A nil reader or writer is refused with ErrInvalidInput, by every reader
+// and writer of exports, and Import makes nothing.
+func TestNilStreamsAreRefused(t *testing.T) {
+	f, _ := exportedFilter(t)
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	reader := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
+	reader = reopen(t, reader, &Options{ReadOnly: true})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "imported.tb")
+	for name, err := range map[string]error{
+		"Export":                  f.Export(nil),
+		"ExportFrozen":            f.ExportFrozen(nil),
+		"Export, read-only":       reader.Export(nil),
+		"ExportFrozen, read-only": reader.ExportFrozen(nil),
+		"Snapshot.Export":         snap.Export(nil),
+		"WriteExport": WriteExport(nil, snap.config, snap.MemSeq(), snap.SubFilters(), func(int, uint64, []byte) error {
+			panic("read asked for counters with nowhere to write them")
+		}),
+	} {
+		require.ErrorIs(t, err, ErrInvalidInput, name)
+		assert.Contains(t, err.Error(), "a nil writer", name)
+	}
+	for _, r := range []io.Reader{nil, WholeStream(nil)} {
+		_, err1 := Import(path, r, nil)
+		_, err2 := ImportAs(path, r, true, nil)
+		_, err3 := ReadExport(r)
+		_, err4 := ReadFrozen(r)
+		for i, err := range []error{err1, err2, err3, err4} {
+			require.ErrorIs(t, err, ErrInvalidInput, "reader %d", i)
+			assert.Contains(t, err.Error(), "a nil reader", "reader %d", i)
+		}
+	}
+	err = WriteExport(io.Discard, snap.config, snap.MemSeq(), snap.SubFilters(), nil)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	assert.Contains(t, err.Error(), "a nil read function")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	// The filters still export.
+	require.NoError(t, f.Export(io.Discard))
+	require.NoError(t, reader.Export(io.Discard))
+}
