@@ -504,7 +504,7 @@ func (f *Filter) CopyCounters(level int, offset uint64, dst []byte) error {
 		return ErrReadOnly
 	}
 	if offset%counting.BlockBytes != 0 || len(dst)%counting.BlockBytes != 0 {
-		return fmt.Errorf("%w: bytes %d to %d are not whole blocks of %d", ErrInvalidInput, offset, offset+uint64(len(dst)), counting.BlockBytes)
+		return fmt.Errorf("%w: %d bytes at %d are not whole blocks of %d", ErrInvalidInput, len(dst), offset, counting.BlockBytes)
 	}
 	for len(dst) > 0 {
 		n := min(len(dst), pieceBytes)
@@ -529,7 +529,7 @@ func (f *Filter) copyPiece(level int, offset uint64, dst []byte) error {
 		}
 		counters := spaceOf(sub).counters
 		if offset > uint64(len(counters)) || uint64(len(dst)) > uint64(len(counters))-offset {
-			return fmt.Errorf("%w: bytes %d to %d of sub-filter %d, which has %d", ErrInvalidInput, offset, offset+uint64(len(dst)), level, len(counters))
+			return fmt.Errorf("%w: %d bytes at %d of sub-filter %d, which has %d", ErrInvalidInput, len(dst), offset, level, len(counters))
 		}
 		loadCountersInto(dst, counters[offset:])
 		return nil
@@ -562,15 +562,17 @@ func (f *Filter) CopySpans(spans []Span, dst []byte) (Stats, error) {
 	if f.readOnly {
 		return Stats{}, ErrReadOnly
 	}
-	total := uint64(0)
+	room := uint64(len(dst)) // what the spans before leave of dst
 	for _, s := range spans {
 		if s.Offset%counting.BlockBytes != 0 || s.Bytes%counting.BlockBytes != 0 {
-			return Stats{}, fmt.Errorf("%w: bytes %d to %d of level %d are not whole blocks of %d", ErrInvalidInput, s.Offset, s.Offset+s.Bytes, s.Level, counting.BlockBytes)
+			return Stats{}, fmt.Errorf("%w: %d bytes at %d of level %d are not whole blocks of %d", ErrInvalidInput, s.Bytes, s.Offset, s.Level, counting.BlockBytes)
 		}
-		total += s.Bytes
-	}
-	if total > uint64(len(dst)) {
-		return Stats{}, fmt.Errorf("%w: spans of %d bytes into %d", ErrInvalidInput, total, len(dst))
+		// Compared with what is left, not summed: a sum of lengths could
+		// wrap around and pass.
+		if s.Bytes > room {
+			return Stats{}, fmt.Errorf("%w: spans of more bytes than the %d of dst", ErrInvalidInput, len(dst))
+		}
+		room -= s.Bytes
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -588,7 +590,7 @@ func (f *Filter) CopySpans(spans []Span, dst []byte) (Stats, error) {
 		}
 		if counters != nil {
 			if s.Offset > uint64(len(counters)) || s.Bytes > uint64(len(counters))-s.Offset {
-				return Stats{}, fmt.Errorf("%w: bytes %d to %d of sub-filter %d, which has %d", ErrInvalidInput, s.Offset, s.Offset+s.Bytes, s.Level, len(counters))
+				return Stats{}, fmt.Errorf("%w: %d bytes at %d of sub-filter %d, which has %d", ErrInvalidInput, s.Bytes, s.Offset, s.Level, len(counters))
 			}
 			loadCountersInto(dst[:s.Bytes], counters[s.Offset:])
 		}

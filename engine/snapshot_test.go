@@ -221,6 +221,10 @@ func TestCopySpansRefuses(t *testing.T) {
 	}
 	_, err = f.CopySpans([]Span{{sub.Level, 0, 128}}, make([]byte, 64))
 	assert.ErrorIs(t, err, ErrInvalidInput, "dst too short")
+	// Lengths whose sum wraps around to what dst holds, of a level the
+	// chain does not hold, which is skipped rather than read.
+	_, err = f.CopySpans([]Span{{sub.Level + 1, 0, 1 << 63}, {sub.Level + 1, 0, 1 << 63}, {sub.Level, 0, 64}}, make([]byte, 64))
+	assert.ErrorIs(t, err, ErrInvalidInput, "lengths that wrap around")
 
 	reader, err := Open(f.Path(), &Options{ReadOnly: true})
 	require.NoError(t, err)
