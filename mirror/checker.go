@@ -28,7 +28,7 @@ type view struct {
 
 // NewChecker checks against the copy of the filter name.
 func NewChecker(ctx context.Context, r Redis, name string) (*Checker, error) {
-	k, err := newKeys(name)
+	k, err := target(r, name)
 	if err != nil {
 		return nil, err
 	}

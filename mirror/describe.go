@@ -47,7 +47,7 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('
 // Redis holds nothing of it: no live copy, no writer, no copy being
 // written.
 func Describe(ctx context.Context, r Redis, name string) (Description, error) {
-	k, err := newKeys(name)
+	k, err := target(r, name)
 	if err != nil {
 		return Description{}, err
 	}

@@ -17,6 +17,10 @@ var (
 	// ErrInvalidName: a filter name that cannot be a hash tag.
 	ErrInvalidName = errors.New("mirror: invalid filter name")
 
+	// ErrInvalidInput: an argument that cannot be used: a nil Redis or a
+	// nil filter.
+	ErrInvalidInput = errors.New("mirror: invalid input")
+
 	// ErrInvalidURL: a Redis URL Dial or DialCluster cannot use.
 	ErrInvalidURL = errors.New("mirror: invalid Redis URL")
 

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -24,6 +25,24 @@ func newKeys(name string) (keys, error) {
 		return keys{}, fmt.Errorf("%w: %q (not empty, no braces)", ErrInvalidName, name)
 	}
 	return keys{name}, nil
+}
+
+// target is the keys of name in r, which every call given a Redis checks
+// first: a nil r, like a bad name, is refused before anything runs.
+func target(r Redis, name string) (keys, error) {
+	k, err := newKeys(name)
+	if r == nil {
+		err = errors.Join(fmt.Errorf("%w: a nil Redis", ErrInvalidInput), err)
+	}
+	return k, err
+}
+
+// filterGiven refuses a nil filter.
+func filterGiven(f *engine.Filter) error {
+	if f == nil {
+		return fmt.Errorf("%w: a nil filter", ErrInvalidInput)
+	}
+	return nil
 }
 
 func (k keys) meta() string { return "{" + k.name + "}:meta" }

@@ -204,8 +204,8 @@ type Mirror struct {
 // Redis holds is not known), then every committed change. f must be open
 // for writing; the mirror ends with Close, before f closes.
 func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, error) {
-	k, o, err := checkArgs(name, opts)
-	if err != nil {
+	k, o, err := checkArgs(r, name, opts)
+	if err := errors.Join(filterGiven(f), err); err != nil {
 		return nil, err
 	}
 	m := &Mirror{f: f, r: timed{r, o.Timeout}, keys: k, opts: o, owner: newOwner(o.ClaimTTL), outline: f.Stats,
@@ -227,12 +227,9 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 
 // checkArgs checks a writer's name and options, as Attach and Push both
 // begin, and returns the name's keys and the options with their defaults.
-func checkArgs(name string, opts *Options) (keys, Options, error) {
-	k, err := newKeys(name)
-	if err != nil {
-		return keys{}, Options{}, err
-	}
-	if err := opts.Validate(); err != nil {
+func checkArgs(r Redis, name string, opts *Options) (keys, Options, error) {
+	k, err := target(r, name)
+	if err := errors.Join(err, opts.Validate()); err != nil {
 		return keys{}, Options{}, err
 	}
 	return k, opts.withDefaults(), nil

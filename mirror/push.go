@@ -14,6 +14,9 @@ import (
 // have changed f since the caller last looked. The name is claimed while
 // Push runs (ErrNameTaken if another writer holds it) and given up after.
 func Push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) (seq uint64, err error) {
+	if err := filterGiven(f); err != nil {
+		return 0, err
+	}
 	p, err := newPusher(r, name, opts)
 	if err != nil {
 		return 0, err
@@ -57,7 +60,7 @@ func NewPusher(r Redis, name string, opts *Options) (*Pusher, error) {
 }
 
 func newPusher(r Redis, name string, opts *Options) (*Pusher, error) {
-	k, o, err := checkArgs(name, opts)
+	k, o, err := checkArgs(r, name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +89,9 @@ func (p *Pusher) renew() {
 func (p *Pusher) Push(ctx context.Context, f *engine.Filter) (uint64, error) {
 	if p.ctx.Err() != nil {
 		return 0, ErrClosed
+	}
+	if err := filterGiven(f); err != nil {
+		return 0, err
 	}
 	snap, err := f.Snapshot()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // parameters, directory, tallies and counter bytes, consistent at one
 // generation.
 func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
-	k, err := newKeys(name)
+	k, err := target(r, name)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func RestoreAs(ctx context.Context, r Redis, name, path string, countersOnly boo
 // a chunk at a time as importer takes it, so that the filter is never in
 // memory whole. If another copy replaces it meanwhile, it starts again.
 func restore(ctx context.Context, r Redis, name string, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
-	k, err := newKeys(name)
+	k, err := target(r, name)
 	if err != nil {
 		return nil, err
 	}
