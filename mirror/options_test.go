@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/engine"
-	"github.com/tallybloom/tallybloom/internal/redistest"
 )
 
 // Zero options take their defaults; others are used as given.
@@ -61,49 +60,4 @@ func TestOwnerToken(t *testing.T) {
 	assert.Equal(t, host+" pid "+strconv.Itoa(os.Getpid()), holderOf(a.token))
 	assert.True(t, strings.HasPrefix(a.token, holderOf(a.token)+" "))
 	assert.Equal(t, []any{a.token, int64(1000)}, a.args())
-}
-
-// A nil Redis or a nil filter is refused with ErrInvalidInput by every
-// call that takes one, before it runs anything: no goroutine is started,
-// no file is made.
-func TestNilArgumentsAreRefused(t *testing.T) {
-	ctx := context.Background()
-	f, err := engine.Create(filepath.Join(t.TempDir(), "f.tb"), engine.Config{Capacity: 100, ErrorRate: 0.01}, nil)
-	require.NoError(t, err)
-	defer f.Close()
-	r := dial(t, redistest.StartServer(t).URL(), false)
-	dir := t.TempDir()
-
-	_, errAttach := Attach(f, nil, "f", nil)
-	_, errPush := Push(ctx, f, nil, "f", nil)
-	_, errPusher := NewPusher(nil, "f", nil)
-	_, errChecker := NewChecker(ctx, nil, "f")
-	_, errPull := Pull(ctx, nil, "f")
-	_, errRestore := Restore(ctx, nil, "f", filepath.Join(dir, "g.tb"), nil)
-	_, errRestoreAs := RestoreAs(ctx, nil, "f", filepath.Join(dir, "g.tb"), true, nil)
-	_, errDescribe := Describe(ctx, nil, "f")
-	for name, err := range map[string]error{"Attach": errAttach, "Push": errPush, "NewPusher": errPusher, "NewChecker": errChecker,
-		"Pull": errPull, "Restore": errRestore, "RestoreAs": errRestoreAs, "Describe": errDescribe} {
-		require.ErrorIs(t, err, ErrInvalidInput, name)
-		assert.ErrorContains(t, err, "a nil Redis", name)
-	}
-
-	_, errAttach = Attach(nil, r, "f", nil)
-	_, errPush = Push(ctx, nil, r, "f", nil)
-	p, err := NewPusher(r, "f", nil)
-	require.NoError(t, err)
-	_, errPusher = p.Push(ctx, nil)
-	require.NoError(t, p.Close())
-	for name, err := range map[string]error{"Attach": errAttach, "Push": errPush, "Pusher.Push": errPusher} {
-		require.ErrorIs(t, err, ErrInvalidInput, name)
-		assert.ErrorContains(t, err, "a nil filter", name)
-	}
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	assert.Empty(t, entries)
-	// Nothing was pushed, and the name was given up: a push now succeeds.
-	_, err = Describe(ctx, r, "f")
-	require.ErrorIs(t, err, ErrNotMirrored)
-	_, err = Push(ctx, f, r, "f", nil)
-	require.NoError(t, err)
 }
