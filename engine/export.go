@@ -91,7 +91,9 @@ const exportChunk = 8 << 20
 // offset of sub-filter i, at most 8 MiB at a time, in order. Import reads
 // the stream, so a filter kept elsewhere (a Redis copy) becomes a file
 // without ever being in memory whole. Import checks what it reads; an
-// error from read ends the stream short, and is returned.
+// error from read ends the stream short, and is returned. Sub-filters of a
+// geometry Import would refuse, a nil w or a nil read get ErrInvalidInput
+// before anything is written.
 func WriteExport(w io.Writer, cfg Config, memSeq uint64, subs []SubFilterStats, read func(i int, offset uint64, dst []byte) error) error {
 	if read == nil {
 		return fmt.Errorf("%w: a nil read function", ErrInvalidInput)
@@ -100,7 +102,12 @@ func WriteExport(w io.Writer, cfg Config, memSeq uint64, subs []SubFilterStats, 
 		return err // before read is asked for anything
 	}
 	largest := uint64(0)
-	for _, sub := range subs {
+	for i, sub := range subs {
+		// A geometry Import would refuse is refused here, before read is
+		// asked for counters that could be exabytes long.
+		if err := sub.geometry().Validate(); err != nil {
+			return fmt.Errorf("%w: sub-filter %d: %v", ErrInvalidInput, i, err)
+		}
 		largest = max(largest, sub.geometry().Bytes())
 	}
 	buf := make([]byte, min(largest, exportChunk))

@@ -505,7 +505,8 @@ func TestWriteExportFromParts(t *testing.T) {
 }
 
 // A nil reader or writer is refused with ErrInvalidInput, by every reader
-// and writer of exports, and Import makes nothing.
+// and writer of exports, and Import makes nothing; so are a nil read
+// function and sub-filters of no size or of exabytes given to WriteExport.
 func TestNilStreamsAreRefused(t *testing.T) {
 	f, _ := exportedFilter(t)
 	snap, err := f.Snapshot()
@@ -540,6 +541,14 @@ func TestNilStreamsAreRefused(t *testing.T) {
 	err = WriteExport(io.Discard, snap.config, snap.MemSeq(), snap.SubFilters(), nil)
 	require.ErrorIs(t, err, ErrInvalidInput)
 	assert.Contains(t, err.Error(), "a nil read function")
+	// Sub-filters whose counters would run to exabytes, or to none.
+	for _, blocks := range []uint64{1 << 57, 0} {
+		subs := slices.Clone(snap.SubFilters())
+		subs[len(subs)-1].Blocks = blocks
+		err = WriteExport(io.Discard, snap.config, snap.MemSeq(), subs, func(int, uint64, []byte) error { return nil })
+		require.ErrorIs(t, err, ErrInvalidInput, "%d blocks", blocks)
+		assert.Contains(t, err.Error(), fmt.Sprintf("sub-filter %d: counting: invalid geometry", len(subs)-1))
+	}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
