@@ -334,8 +334,9 @@ const wholeTailCounted = 64 << 20
 // export, so that Import leaves no file at its path, not even for a moment.
 // They read at most 64 MiB past the checksum, to count what follows, so a
 // stream without end fails too. Without the mark they read r no further
-// than the checksum and leave the rest to the caller. Give them what WholeStream returns as it is: wrapped in
-// another reader, the mark is not seen.
+// than the checksum and leave the rest to the caller. Give them what
+// WholeStream returns as it is: wrapped in another reader, the mark is not
+// seen.
 func WholeStream(r io.Reader) io.Reader { return wholeStream{r} }
 
 type wholeStream struct{ io.Reader }
