@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"runtime"
@@ -47,7 +48,7 @@ func (c *Chain) publish(subs []*SubFilter) {
 // New starts a chain with its level-0 sub-filter, whose FirstID is 0, so that
 // every id is routed somewhere.
 func New(params Params, storage Storage) (*Chain, error) {
-	if err := params.Validate(); err != nil {
+	if err := errors.Join(params.Validate(), storageGiven(storage)); err != nil {
 		return nil, err
 	}
 	c := &Chain{params: params, storage: storage}
@@ -61,10 +62,7 @@ func New(params Params, storage Storage) (*Chain, error) {
 // Restore rebuilds a chain from sub-filters read back from storage, oldest
 // first. Their FirstIDs must grow strictly and their levels be distinct.
 func Restore(params Params, storage Storage, subs []*SubFilter) (*Chain, error) {
-	if err := params.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkDirectory(subs); err != nil {
+	if err := errors.Join(params.Validate(), storageGiven(storage), checkDirectory(subs)); err != nil {
 		return nil, err
 	}
 	c := &Chain{params: params, storage: storage}
@@ -88,6 +86,12 @@ func checkDirectory(subs []*SubFilter) error {
 	}
 	var levels uint64
 	for i, s := range subs {
+		switch {
+		case s == nil:
+			return errorf("sub-filter %d is nil", i)
+		case s.Level < 0 || s.Level >= MaxSubFilters:
+			return errorf("sub-filter %d at level %d", i, s.Level)
+		}
 		if levels&(1<<s.Level) != 0 {
 			return errorf("level %d held twice", s.Level)
 		}
@@ -95,6 +99,14 @@ func checkDirectory(subs []*SubFilter) error {
 		if i > 0 && s.FirstID <= subs[i-1].FirstID {
 			return errorf("first ids out of order at sub-filter %d", i)
 		}
+	}
+	return nil
+}
+
+// storageGiven refuses a nil Storage.
+func storageGiven(storage Storage) error {
+	if storage == nil {
+		return fmt.Errorf("%w: a nil Storage", ErrInvalidParams)
 	}
 	return nil
 }

@@ -208,6 +208,14 @@ func TestRestoreChecksTheDirectory(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidParams, "level twice")
 	_, err = Restore(small, st, nil)
 	assert.ErrorIs(t, err, ErrInvalidParams)
+	_, err = Restore(small, st, []*SubFilter{subs[0], nil})
+	assert.ErrorIs(t, err, ErrInvalidParams, "a nil sub-filter")
+	assert.ErrorContains(t, err, "sub-filter 1 is nil")
+	moved := *subs[1]
+	moved.Level = -1
+	_, err = Restore(small, st, []*SubFilter{subs[0], &moved})
+	assert.ErrorIs(t, err, ErrInvalidParams, "a level outside the chain")
+	assert.ErrorContains(t, err, "sub-filter 1 at level -1")
 	r, err := Restore(small, st, subs)
 	require.NoError(t, err)
 	assert.True(t, r.Contains(hashOf(2)))
@@ -263,4 +271,21 @@ func TestFixedChainNeverGrows(t *testing.T) {
 	}
 	require.Len(t, c.SubFilters(), 1)
 	assert.True(t, c.SubFilters()[0].Overfilled())
+}
+
+// A nil Storage or Space is refused with ErrInvalidParams, as bad
+// parameters are, not dereferenced.
+func TestNilStorageIsRefused(t *testing.T) {
+	_, err := New(small, nil)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	assert.ErrorContains(t, err, "a nil Storage")
+	c, st := newChain(t, small)
+	_, err = Restore(small, nil, c.SubFilters())
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	assert.ErrorContains(t, err, "a nil Storage")
+	_, err = Attach(c.SubFilters()[0].Entry, nil)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	assert.ErrorContains(t, err, "a nil Space")
+	_, err = Restore(small, st, c.SubFilters())
+	assert.NoError(t, err)
 }

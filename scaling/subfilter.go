@@ -78,6 +78,9 @@ func Attach(e Entry, space Space) (*SubFilter, error) {
 	if e.Level < 0 || e.Level >= MaxSubFilters || e.Capacity == 0 {
 		return nil, fmt.Errorf("%w: sub-filter level %d, capacity %d", ErrInvalidParams, e.Level, e.Capacity)
 	}
+	if space == nil {
+		return nil, fmt.Errorf("%w: a nil Space", ErrInvalidParams)
+	}
 	tallies := space.Tallies()
 	if len(tallies) < MetaSize || uintptr(unsafe.Pointer(unsafe.SliceData(tallies)))%8 != 0 {
 		return nil, fmt.Errorf("%w: tallies of %d bytes", ErrInvalidParams, len(tallies))
