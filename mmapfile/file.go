@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -102,7 +103,7 @@ func (f *File) Allocated() (int64, error) { return allocated(f) }
 // Reserve makes sure [off, off+n) exists and is allocated on disk, growing the
 // file if needed. New bytes read as zero.
 func (f *File) Reserve(off, n int64) error {
-	if off < 0 || n < 0 {
+	if !inFileRange(off, n) {
 		return fmt.Errorf("%w: reserve %d bytes at %d", ErrOutOfRange, n, off)
 	}
 	return reserve(f, off, n)
@@ -111,11 +112,15 @@ func (f *File) Reserve(off, n int64) error {
 // Release gives the disk blocks of [off, off+n) back where the platform can,
 // and leaves the range reading as zeros in any case. The file keeps its size.
 func (f *File) Release(off, n int64) error {
-	if off < 0 || n < 0 {
+	if !inFileRange(off, n) {
 		return fmt.Errorf("%w: release %d bytes at %d", ErrOutOfRange, n, off)
 	}
 	return release(f, off, n)
 }
+
+// inFileRange reports whether [off, off+n) can be a range of a file: no
+// negative offset or length, and an end that does not wrap around.
+func inFileRange(off, n int64) bool { return off >= 0 && n >= 0 && off <= math.MaxInt64-n }
 
 // WriteAt writes b at off, growing the file as needed: for filling room
 // from a stream before it is mapped.

@@ -3,6 +3,7 @@ package mmapfile
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -168,6 +169,12 @@ func TestNegativeRanges(t *testing.T) {
 	f := openTemp(t)
 	assert.ErrorIs(t, f.Reserve(-1, 1), ErrOutOfRange)
 	assert.ErrorIs(t, f.Release(0, -1), ErrOutOfRange)
+	// Ranges whose end wraps around: writing zeros instead of fallocate
+	// (a file system without it, or outside Linux) saw an end before the
+	// file's and reserved nothing, without an error.
+	assert.ErrorIs(t, f.Reserve(math.MaxInt64-100, 4096), ErrOutOfRange)
+	assert.ErrorIs(t, f.Release(math.MaxInt64-100, 4096), ErrOutOfRange)
+	require.NoError(t, f.Reserve(0, 4096))
 }
 
 func TestMapLargeIsAMapping(t *testing.T) {
