@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"runtime"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -416,6 +417,40 @@ func TestReaderFollowsTheWriter(t *testing.T) {
 	assert.Len(t, r.Stats().SubFilters, 1, "retirements are seen")
 	assert.False(t, r.Contains(key(1)))
 	assert.True(t, r.Contains(key(1<<30)))
+}
+
+// A file is replaced by renaming a new one over it, never by writing over
+// it in place (which would take pages from under the processes that map
+// it). The processes that had it open keep the file they opened, a writer
+// and its readers alike, until they reopen; the name then gives the new
+// one, with a lock of its own.
+func TestReplacingAFileByRename(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows refuses to rename over a file that is open")
+	}
+	w := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Seed: 5})
+	require.NoError(t, w.Add(key(1), 1))
+	r, err := Open(w.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+
+	replacement := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Seed: 6})
+	require.NoError(t, replacement.Add(key(2), 1))
+	require.NoError(t, replacement.Close())
+	require.NoError(t, os.Rename(replacement.Path(), w.Path()))
+
+	require.NoError(t, w.Add(key(3), 2))
+	for _, f := range []*Filter{w, r} {
+		assert.True(t, f.Contains(key(1)), "the file it opened")
+		assert.True(t, f.Contains(key(3)), "the writer's adds, after the rename too")
+		assert.False(t, f.Contains(key(2)), "not the new file")
+	}
+	g, err := Open(w.Path(), nil)
+	require.NoError(t, err, "the new file has a lock of its own")
+	defer g.Close()
+	assert.True(t, g.Contains(key(2)))
+	assert.False(t, g.Contains(key(1)))
+	assert.False(t, g.Contains(key(3)), "adds to the old file after the rename are not in the new one")
 }
 
 func TestAddBatchAndContainsBatch(t *testing.T) {
