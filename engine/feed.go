@@ -40,9 +40,12 @@ type Tallies struct {
 // OnCommit calls fn with every change committed from now on, in order,
 // while the change's lock is still held: fn must be quick, must copy what it
 // keeps (the Change and its bytes are reused), and must not call the
-// filter. One function at a time; a second OnCommit replaces the first, and
-// OnCommit(nil) stops the calls. It returns the sequence of the last change
-// committed before fn was installed, which a mirror starts from.
+// filter. One function at a time: while one is installed, OnCommit of
+// another fails with ErrFeedInUse and the first keeps its calls, since a
+// feed taken over in silence would leave its owner (a mirror) behind for
+// ever. OnCommit(nil) stops the calls and frees the feed. It returns the
+// sequence of the last change committed before fn was installed, which a
+// mirror starts from.
 func (f *Filter) OnCommit(fn func(*Change)) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -51,6 +54,9 @@ func (f *Filter) OnCommit(fn func(*Change)) (uint64, error) {
 	}
 	if f.readOnly && fn != nil {
 		return 0, ErrReadOnly
+	}
+	if fn != nil && f.mu.onCommit != nil {
+		return 0, ErrFeedInUse
 	}
 	f.mu.onCommit = fn
 	return f.journal.MemSeq(), nil

@@ -81,6 +81,26 @@ func TestChangeFeedReplaysExactly(t *testing.T) {
 	}
 }
 
+// One feed at a time: a second function is refused while the first keeps
+// its calls, until OnCommit(nil) frees the feed.
+func TestChangeFeedHasOneOwner(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
+	var first, second int
+	_, err := f.OnCommit(func(*Change) { first++ })
+	require.NoError(t, err)
+	_, err = f.OnCommit(func(*Change) { second++ })
+	require.ErrorIs(t, err, ErrFeedInUse)
+	require.NoError(t, f.Add(key(1), 1))
+	assert.Equal(t, [2]int{1, 0}, [2]int{first, second}, "the first keeps the feed")
+
+	_, err = f.OnCommit(nil)
+	require.NoError(t, err)
+	_, err = f.OnCommit(func(*Change) { second++ })
+	require.NoError(t, err, "a freed feed takes a new function")
+	require.NoError(t, f.Add(key(2), 2))
+	assert.Equal(t, [2]int{1, 1}, [2]int{first, second})
+}
+
 func TestChangeFeedIsForWriters(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
 	r, err := Open(f.Path(), &Options{ReadOnly: true})

@@ -202,7 +202,10 @@ type Mirror struct {
 
 // Attach starts mirroring f into Redis under name: a full copy first (what
 // Redis holds is not known), then every committed change. f must be open
-// for writing; the mirror ends with Close, before f closes.
+// for writing; the mirror ends with Close, before f closes. A filter has
+// one Mirror at a time (it takes the filter's Filter.OnCommit feed): a
+// second Attach of f fails with engine.ErrFeedInUse until the first
+// closes.
 func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, error) {
 	k, o, err := checkArgs(r, name, opts)
 	if err := errors.Join(filterGiven(f), err); err != nil {
@@ -214,7 +217,11 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	m.mu.acked = sync.NewCond(&m.mu)
 	m.mu.needCopy, m.mu.copyReason = true, "attached: what Redis holds is not known"
 	seq, err := f.OnCommit(m.enqueue)
+	if errors.Is(err, engine.ErrFeedInUse) {
+		err = fmt.Errorf("mirror: the filter feeds another Mirror (or OnCommit function) already; one filter has one mirror: %w", err)
+	}
 	if err != nil {
+		m.cancel()
 		return nil, err
 	}
 	m.mu.Lock()

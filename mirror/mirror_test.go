@@ -394,3 +394,32 @@ func TestNilArgumentsAreRefused(t *testing.T) {
 	_, err = Push(ctx, f, r, "f", nil)
 	require.NoError(t, err)
 }
+
+// A filter has one mirror at a time: a second Attach of it is refused, and
+// the first keeps shipping every change (a second that took the filter's
+// feed over would leave the first's copy behind for ever, without a word).
+// Once the first closes, another may attach.
+func TestOneMirrorAFilter(t *testing.T) {
+	ctx := context.Background()
+	r := dial(t, redistest.StartServer(t).URL(), false)
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})
+	first, err := Attach(f, r, "first", nil)
+	require.NoError(t, err)
+	_, err = Attach(f, r, "second", nil)
+	require.ErrorIs(t, err, engine.ErrFeedInUse)
+	assert.ErrorContains(t, err, "one filter has one mirror")
+	_, err = Describe(ctx, r, "second")
+	assert.ErrorIs(t, err, ErrNotMirrored, "the refused mirror wrote nothing")
+
+	require.NoError(t, f.AddString("after", 2))
+	require.NoError(t, first.Flush(ctx))
+	requireSame(t, ctx, r, "first", f)
+	require.NoError(t, first.Close())
+
+	second, err := Attach(f, r, "second", nil)
+	require.NoError(t, err)
+	require.NoError(t, f.AddString("later", 3))
+	require.NoError(t, second.Flush(ctx))
+	requireSame(t, ctx, r, "second", f)
+	require.NoError(t, second.Close())
+}
