@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -218,6 +219,43 @@ func TestMirrorPushFollows(t *testing.T) {
 	assert.NotContains(t, errOut.String(), "pool.go", "the Redis client's own logs are not shown")
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait(), "an interrupt ends following with exit 0: %s", errOut.String())
+}
+
+// mirror push --follow follows the file its path names: a new file renamed
+// over the path (the way to replace a filter file) is copied at once, even
+// where its sequence is the one Redis holds, and followed from then on.
+func TestMirrorPushFollowsAFileRenamedOverIt(t *testing.T) {
+	s := redistest.StartServer(t)
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errs, code := tallybloom(t, "add", path, "--id", "1", "old")
+	require.Equal(t, 0, code, errs)
+	remote := []string{"--redis", s.URL(), "--name", "renamed"}
+	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
+	var out, errOut syncBuffer
+	follower.Stdout, follower.Stderr = &out, &errOut
+	require.NoError(t, follower.Start())
+	t.Cleanup(func() { _ = follower.Process.Kill() })
+	pushes := func() int { return strings.Count(out.String(), "pushed ") }
+	require.Eventually(t, func() bool { return pushes() == 1 }, 10*time.Second, 20*time.Millisecond, "the first copy: %s", errOut.String())
+
+	// A new file at the same sequence as the old: one add each.
+	replacement := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errs, code = tallybloom(t, "add", replacement, "--id", "1", "new")
+	require.Equal(t, 0, code, errs)
+	require.NoError(t, os.Rename(replacement, path))
+	require.Eventually(t, func() bool { return pushes() == 2 }, 10*time.Second, 20*time.Millisecond, "a copy of the new file: %s", errOut.String())
+	assert.Contains(t, errOut.String(), path+" was replaced: copying the new file")
+	answers, _, _ := tallybloom(t, append(append([]string{"check"}, remote...), "old", "new")...)
+	assert.Equal(t, "absent\told\npresent\tnew\n", answers)
+
+	// Followed from then on.
+	_, errs, code = tallybloom(t, "add", path, "--id", "2", "newer")
+	require.Equal(t, 0, code, errs)
+	require.Eventually(t, func() bool { return pushes() == 3 }, 10*time.Second, 20*time.Millisecond, "a copy of the new file's change: %s", errOut.String())
+	answers, _, _ = tallybloom(t, append(append([]string{"check"}, remote...), "newer")...)
+	assert.Equal(t, "present\tnewer\n", answers)
+	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
+	require.NoError(t, follower.Wait(), errOut.String())
 }
 
 // mirror push --follow waits longer after each failed copy, up to 30 s,

@@ -121,7 +121,8 @@ func mirrorPushCommand() *cobra.Command {
 sequence: taken between two of the writer's changes, or refused if the
 writer never paused long enough (about 1.3 s of attempts). With --follow,
 keep going: copy again whenever the file and the copy in Redis differ (the
-file changed, or Redis lost the copy), until interrupted; a copy that fails
+file changed, a new file was renamed over FILE, which is then the one
+followed, or Redis lost the copy), until interrupted; a copy that fails
 (Redis away, a writer that does not pause) is reported on standard error and
 tried again, each time after twice as long, up to 30 s. A name another
 process writes copies under (a mirror attached to its file, another push)
@@ -142,11 +143,11 @@ stops. A process that owns the file ships its changes one by one instead
 			defer client.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			f, err := openFilter(args[0], filterOptions(cmd, true))
+			file, err := openFollowed(args[0], filterOptions(cmd, true))
 			if err != nil {
 				return err
 			}
-			defer f.Close()
+			defer func() { file.Close() }()
 			// Following, the name stays claimed between pushes, so that no
 			// other writer copies under it meanwhile.
 			pusher, err := mirror.NewPusher(client, remote.name, nil)
@@ -157,13 +158,24 @@ stops. A process that owns the file ships its changes one by one instead
 			// Redis holds the file as it is now: the copy this pusher made
 			// last, at the file's sequence. Unknown (Redis away) is no.
 			current := func() bool {
-				held, _ := pusher.Holds(ctx, f.Stats().MemSeq)
+				held, _ := pusher.Holds(ctx, file.Stats().MemSeq)
 				return held
 			}
 			var retry time.Duration // the wait after the last failed copy
 			for first := true; ; first = false {
-				if first || !current() {
-					seq, err := pusher.Push(ctx, f)
+				// A file renamed over FILE is the one to follow from then
+				// on, copied at once: its sequence says nothing of what
+				// Redis holds, which came from the old one.
+				renewed := false
+				if follow && !first {
+					if renewed, err = file.reopenIfReplaced(); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: %v\n", args[0], err)
+					} else if renewed {
+						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: copying the new file\n", args[0])
+					}
+				}
+				if first || renewed || !current() {
+					seq, err := pusher.Push(ctx, file.Filter)
 					switch {
 					case err == nil:
 						retry = 0
@@ -240,4 +252,54 @@ says otherwise.`,
 	layout.register(cmd)
 	largePagesFlag(cmd)
 	return cmd
+}
+
+// followedFile is the filter file a follower copies: the file its path
+// names, opened again when another is renamed over it (the way to replace
+// a filter file), so that a follower does not copy a file that lost its
+// name for ever.
+type followedFile struct {
+	*engine.Filter
+	path string
+	opts *engine.Options
+	id   os.FileInfo // of the file opened, to tell it from a new one
+}
+
+// openFollowed opens path, with the identity of the file it opened: path
+// is looked at before and after, and opened again if a file was renamed
+// over it in between.
+func openFollowed(path string, opts *engine.Options) (*followedFile, error) {
+	for attempt := 1; ; attempt++ {
+		before, beforeErr := os.Stat(path)
+		f, err := openFilter(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		after, afterErr := os.Stat(path)
+		if beforeErr == nil && afterErr == nil && os.SameFile(before, after) {
+			return &followedFile{Filter: f, path: path, opts: opts, id: after}, nil
+		}
+		if err := f.Close(); err != nil || attempt == 3 {
+			return nil, errors.Join(fmt.Errorf("%w: %s was replaced each time it was opened", engine.ErrBusy, path), err)
+		}
+	}
+}
+
+// reopenIfReplaced opens the file path names now, if it is not the one
+// open, and closes the old one; if the new one cannot be opened, the old
+// one stays.
+func (w *followedFile) reopenIfReplaced() (bool, error) {
+	if now, err := os.Stat(w.path); err != nil || os.SameFile(now, w.id) {
+		return false, nil // gone for a moment, or the same file
+	}
+	next, err := openFollowed(w.path, w.opts)
+	if err != nil {
+		return false, fmt.Errorf("the new file cannot be opened, so the old one is still copied: %w", err)
+	}
+	old := w.Filter
+	*w = *next
+	if err := old.Close(); err != nil {
+		return true, fmt.Errorf("copying the new file; closing the old one: %w", err)
+	}
+	return true, nil
 }
