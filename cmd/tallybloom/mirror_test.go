@@ -176,6 +176,26 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// follower is tallybloom mirror push --follow, running as a child process.
+type follower struct {
+	*exec.Cmd
+	out, errOut syncBuffer
+}
+
+// startFollower starts mirror push --follow of path into remote, looking
+// for changes every 50 ms; it is killed when the test ends.
+func startFollower(t *testing.T, path string, remote []string) *follower {
+	t.Helper()
+	f := &follower{Cmd: exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)}
+	f.Stdout, f.Stderr = &f.out, &f.errOut
+	require.NoError(t, f.Start())
+	t.Cleanup(func() { _ = f.Process.Kill() })
+	return f
+}
+
+// pushes counts the copies the follower reported.
+func (f *follower) pushes() int { return strings.Count(f.out.String(), "pushed ") }
+
 // mirror push --follow copies the file again when it changes or Redis lost
 // the copy, outlives a Redis that goes away, and stops cleanly when
 // interrupted.
@@ -183,12 +203,8 @@ func TestMirrorPushFollows(t *testing.T) {
 	s := redistest.StartServer(t)
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
 	remote := []string{"--redis", s.URL(), "--name", "follow"}
-	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
-	var out, errOut syncBuffer
-	follower.Stdout, follower.Stderr = &out, &errOut
-	require.NoError(t, follower.Start())
-	t.Cleanup(func() { _ = follower.Process.Kill() })
-	pushes := func() int { return strings.Count(out.String(), "pushed ") }
+	follower := startFollower(t, path, remote)
+	errOut, pushes := &follower.errOut, follower.pushes
 	require.Eventually(t, func() bool { return pushes() == 1 }, 10*time.Second, 20*time.Millisecond, "the first copy: %s", errOut.String())
 
 	_, errs, code := tallybloom(t, "add", path, "--id", "5", "while-following")
@@ -230,12 +246,8 @@ func TestMirrorPushFollowsAFileRenamedOverIt(t *testing.T) {
 	_, errs, code := tallybloom(t, "add", path, "--id", "1", "old")
 	require.Equal(t, 0, code, errs)
 	remote := []string{"--redis", s.URL(), "--name", "renamed"}
-	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
-	var out, errOut syncBuffer
-	follower.Stdout, follower.Stderr = &out, &errOut
-	require.NoError(t, follower.Start())
-	t.Cleanup(func() { _ = follower.Process.Kill() })
-	pushes := func() int { return strings.Count(out.String(), "pushed ") }
+	follower := startFollower(t, path, remote)
+	errOut, pushes := &follower.errOut, follower.pushes
 	require.Eventually(t, func() bool { return pushes() == 1 }, 10*time.Second, 20*time.Millisecond, "the first copy: %s", errOut.String())
 
 	// A new file at the same sequence as the old: one add each.
@@ -361,14 +373,10 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Regexp(t, `writer +other\.example pid 99 \(its claim lasts [0-9a-z.]+ unless renewed\)\n`, out)
 	assert.Regexp(t, `copy +none live`, out)
 
-	follower := exec.Command(binary, append([]string{"mirror", "push", path, "--follow", "--every", "50ms"}, remote...)...)
-	var followOut, followErr syncBuffer
-	follower.Stdout, follower.Stderr = &followOut, &followErr
-	require.NoError(t, follower.Start())
-	t.Cleanup(func() { _ = follower.Process.Kill() })
-	require.Eventually(t, func() bool { return strings.Contains(followErr.String(), "other.example pid 99 holds it") }, 10*time.Second, 20*time.Millisecond)
+	follower := startFollower(t, path, remote)
+	require.Eventually(t, func() bool { return strings.Contains(follower.errOut.String(), "other.example pid 99 holds it") }, 10*time.Second, 20*time.Millisecond)
 	require.NoError(t, c.Del(ctx, "{taken}:owner").Err()) // the other process closes
-	require.Eventually(t, func() bool { return strings.Contains(followOut.String(), "pushed ") }, 10*time.Second, 20*time.Millisecond, followErr.String())
+	require.Eventually(t, func() bool { return follower.pushes() == 1 }, 10*time.Second, 20*time.Millisecond, follower.errOut.String())
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait())
 
