@@ -232,8 +232,9 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	return m, nil
 }
 
-// checkArgs checks a writer's name and options, as Attach and Push both
-// begin, and returns the name's keys and the options with their defaults.
+// checkArgs checks a writer's Redis, name and options, as Attach and Push
+// both begin, reporting every problem at once, and returns the name's keys
+// and the options with their defaults.
 func checkArgs(r Redis, name string, opts *Options) (keys, Options, error) {
 	k, err := target(r, name)
 	if err := errors.Join(err, opts.Validate()); err != nil {
