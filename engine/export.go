@@ -98,8 +98,9 @@ func WriteExport(w io.Writer, cfg Config, memSeq uint64, subs []SubFilterStats, 
 	if read == nil {
 		return fmt.Errorf("%w: a nil read function", ErrInvalidInput)
 	}
-	if err := newChecksummed(w).err; err != nil {
-		return err // before read is asked for anything
+	out := newChecksummed(w)
+	if out.err != nil {
+		return out.err // before read is asked for anything
 	}
 	largest := uint64(0)
 	for i, sub := range subs {
@@ -111,7 +112,6 @@ func WriteExport(w io.Writer, cfg Config, memSeq uint64, subs []SubFilterStats, 
 		largest = max(largest, sub.geometry().Bytes())
 	}
 	buf := make([]byte, min(largest, exportChunk))
-	out := newChecksummed(w)
 	err := writeExport(out, cfg, memSeq, subs, func(i int) error {
 		size := subs[i].geometry().Bytes()
 		for offset := uint64(0); offset < size; {
