@@ -100,7 +100,7 @@ func (f *Filter) commitLocked() error {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
 		f.seenDirSeq.Store(gen)
 	}
-	if f.mu.onCommit != nil {
+	if len(f.mu.feed) > 0 {
 		f.publishLocked(c)
 	}
 	if len(c.dropped) == 0 {

@@ -69,11 +69,6 @@ var (
 	// writer, another process, changed it during every attempt. Nothing was
 	// written.
 	ErrBusy = errors.New("engine: filter kept changing during the copy")
-
-	// ErrFeedInUse: OnCommit was given a function while another is
-	// installed (a second mirror of the same filter, say). The filter has
-	// one feed; OnCommit(nil) frees it.
-	ErrFeedInUse = errors.New("engine: the filter's commit feed is in use")
 )
 
 // UncleanError is returned by Open when the machine crashed with changes made

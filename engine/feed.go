@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/tallybloom/tallybloom/scaling"
 )
 
@@ -39,27 +42,44 @@ type Tallies struct {
 
 // OnCommit calls fn with every change committed from now on, in order,
 // while the change's lock is still held: fn must be quick, must copy what it
-// keeps (the Change and its bytes are reused), and must not call the
-// filter. One function at a time: while one is installed, OnCommit of
-// another fails with ErrFeedInUse and the first keeps its calls, since a
-// feed taken over in silence would leave its owner (a mirror) behind for
-// ever. OnCommit(nil) stops the calls and frees the feed. It returns the
-// sequence of the last change committed before fn was installed, which a
-// mirror starts from.
-func (f *Filter) OnCommit(fn func(*Change)) (uint64, error) {
+// keeps (the Change and its bytes are reused), must not change them (its
+// bytes are the filter's) and must not call the filter. Any number of
+// functions may follow one filter, a mirror to each of two Redis
+// deployments say; each gets every change, in the order they were given.
+//
+// It returns the sequence of the last change committed before fn was
+// installed, which a mirror starts from, and stop, which ends fn's calls:
+// once stop returns, fn is not called again. stop may be called more than
+// once, and after Close; not from fn, which holds the lock stop waits for.
+// A nil fn is ErrInvalidInput.
+func (f *Filter) OnCommit(fn func(*Change)) (seq uint64, stop func(), err error) {
+	if fn == nil {
+		return 0, nil, fmt.Errorf("%w: OnCommit of a nil function", ErrInvalidInput)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed.Load() {
-		return 0, ErrClosed
+		return 0, nil, ErrClosed
 	}
-	if f.readOnly && fn != nil {
-		return 0, ErrReadOnly
+	if f.readOnly {
+		return 0, nil, ErrReadOnly
 	}
-	if fn != nil && f.mu.onCommit != nil {
-		return 0, ErrFeedInUse
-	}
-	f.mu.onCommit = fn
-	return f.journal.MemSeq(), nil
+	sub := &subscriber{fn: fn}
+	f.mu.feed = append(f.mu.feed, sub)
+	return f.journal.MemSeq(), func() { f.unsubscribe(sub) }, nil
+}
+
+// subscriber is one OnCommit function; its address tells it from another
+// subscriber of the same function.
+type subscriber struct {
+	fn func(*Change)
+}
+
+// unsubscribe ends sub's calls.
+func (f *Filter) unsubscribe(sub *subscriber) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.feed = slices.DeleteFunc(f.mu.feed, func(s *subscriber) bool { return s == sub })
 }
 
 // touched records a span of sub's counters the change in flight writes, for
@@ -79,10 +99,9 @@ type touchedSpan struct {
 	length int
 }
 
-// publishLocked hands the change just committed to the subscriber, which
-// the caller has checked there is.
+// publishLocked hands the change just committed to the subscribers, which
+// the caller has checked there are.
 func (f *Filter) publishLocked(c *change) {
-	fn := f.mu.onCommit
 	ev := &f.mu.event
 	*ev = Change{Seq: f.journal.MemSeq(), Counters: ev.Counters[:0]}
 	for _, t := range c.touched[:c.touchedN] {
@@ -96,5 +115,7 @@ func (f *Filter) publishLocked(c *change) {
 	if c.published {
 		ev.Directory = f.collectStats().SubFilters
 	}
-	fn(ev)
+	for _, sub := range f.mu.feed {
+		sub.fn(ev)
+	}
 }

@@ -26,7 +26,7 @@ func TestChangeFeedReplaysExactly(t *testing.T) {
 		}
 		tallies := map[int]Tallies{}
 		var seqs []uint64
-		start, err := f.OnCommit(func(c *Change) {
+		start, stop, err := f.OnCommit(func(c *Change) {
 			seqs = append(seqs, c.Seq)
 			if c.Directory != nil {
 				kept := map[int][]byte{}
@@ -74,31 +74,54 @@ func TestChangeFeedReplaysExactly(t *testing.T) {
 				assert.Equal(t, Tallies{Level: sub.Level, Count: sub.Count(), MaxID: sub.MaxID(), NonZero: sub.NonZero()}, got)
 			}
 		}
-		_, err = f.OnCommit(nil)
-		require.NoError(t, err)
+		stop()
 		require.NoError(t, f.Add(key(1<<40), id))
-		assert.Equal(t, start+uint64(len(seqs)), seqs[len(seqs)-1], "no calls after OnCommit(nil)")
+		assert.Equal(t, start+uint64(len(seqs)), seqs[len(seqs)-1], "no calls after stop")
 	}
 }
 
-// One feed at a time: a second function is refused while the first keeps
-// its calls, until OnCommit(nil) frees the feed.
-func TestChangeFeedHasOneOwner(t *testing.T) {
+// Several functions follow one filter, each with every change in order,
+// the same function given twice as two; stopping one leaves the others.
+func TestChangeFeedHasManySubscribers(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 10, ErrorRate: 0.1})
-	var first, second int
-	_, err := f.OnCommit(func(*Change) { first++ })
+	var first, second []uint64
+	record := func(seqs *[]uint64) func(*Change) {
+		return func(c *Change) { *seqs = append(*seqs, c.Seq) }
+	}
+	_, stopFirst, err := f.OnCommit(record(&first))
 	require.NoError(t, err)
-	_, err = f.OnCommit(func(*Change) { second++ })
-	require.ErrorIs(t, err, ErrFeedInUse)
 	require.NoError(t, f.Add(key(1), 1))
-	assert.Equal(t, [2]int{1, 0}, [2]int{first, second}, "the first keeps the feed")
-
-	_, err = f.OnCommit(nil)
+	start, stopSecond, err := f.OnCommit(record(&second))
 	require.NoError(t, err)
-	_, err = f.OnCommit(func(*Change) { second++ })
-	require.NoError(t, err, "a freed feed takes a new function")
+	twice := 0
+	count := func(*Change) { twice++ }
+	_, stopCount, err := f.OnCommit(count)
+	require.NoError(t, err)
+	_, stopCountAgain, err := f.OnCommit(count)
+	require.NoError(t, err)
+
 	require.NoError(t, f.Add(key(2), 2))
-	assert.Equal(t, [2]int{1, 1}, [2]int{first, second})
+	require.NoError(t, f.Add(key(3), 3))
+	assert.Equal(t, []uint64{start, start + 1, start + 2}, first, "the first has every change since it began")
+	assert.Equal(t, []uint64{start + 1, start + 2}, second, "the second every change since it began")
+	assert.Equal(t, 4, twice, "one function given twice is called twice a change")
+
+	stopFirst()
+	stopFirst() // again: nothing more to stop
+	stopCount()
+	require.NoError(t, f.Add(key(4), 4))
+	assert.Len(t, first, 3, "no calls after stop")
+	assert.Equal(t, []uint64{start + 1, start + 2, start + 3}, second, "the others keep theirs")
+	assert.Equal(t, 5, twice, "stopping one of the two leaves the other")
+
+	stopSecond()
+	stopCountAgain()
+	require.NoError(t, f.Add(key(5), 5))
+	assert.Len(t, second, 3)
+	assert.Equal(t, 5, twice)
+
+	_, _, err = f.OnCommit(nil)
+	assert.ErrorIs(t, err, ErrInvalidInput)
 }
 
 func TestChangeFeedIsForWriters(t *testing.T) {
@@ -106,6 +129,6 @@ func TestChangeFeedIsForWriters(t *testing.T) {
 	r, err := Open(f.Path(), &Options{ReadOnly: true})
 	require.NoError(t, err)
 	defer r.Close()
-	_, err = r.OnCommit(func(*Change) {})
+	_, _, err = r.OnCommit(func(*Change) {})
 	assert.ErrorIs(t, err, ErrReadOnly)
 }

@@ -71,9 +71,9 @@ type Filter struct {
 		// retired are mappings of sub-filters that left the chain, unmapped
 		// once unreachable, and vacated at Close if they are still mapped.
 		retired []*mmapfile.Region
-		// onCommit is the change feed's subscriber (OnCommit); event and
-		// eventTallies are reused for every call.
-		onCommit     func(*Change)
+		// feed is the change feed's subscribers (OnCommit); event and
+		// eventTallies are reused for every change.
+		feed         []*subscriber
 		event        Change
 		eventTallies Tallies
 		// closedStats is the filter's Stats when it closed, what Stats

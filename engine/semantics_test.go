@@ -1236,7 +1236,7 @@ func TestEveryCallAfterClose(t *testing.T) {
 			assert.ErrorIs(t, err, ErrClosed)
 			_, err = f.Snapshot()
 			assert.ErrorIs(t, err, ErrClosed)
-			_, err = f.OnCommit(nil)
+			_, _, err = f.OnCommit(func(*Change) {})
 			assert.ErrorIs(t, err, ErrClosed)
 			for name, err := range map[string]error{
 				"Add":          f.Add(key(1), 1),

@@ -141,7 +141,7 @@ func TestCopySpansIsExactAtItsSequence(t *testing.T) {
 	// history[i] is the change of sequence start+1+i, its new bytes.
 	var history [][]CounterWrite
 	var mu sync.Mutex
-	start, err := f.OnCommit(func(c *Change) {
+	start, _, err := f.OnCommit(func(c *Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		var writes []CounterWrite

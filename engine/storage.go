@@ -127,7 +127,7 @@ func (s store) Publish(subs []*scaling.SubFilter) {
 // computes them again for the blocks it restores.
 func (s store) Touch(sub *scaling.SubFilter, p *counting.Probe) {
 	f := s.f
-	if f.mu.onCommit != nil {
+	if len(f.mu.feed) > 0 {
 		p.Spans(func(offset uint64, length int) { f.touchedLocked(sub, offset, length) })
 	}
 	if f.unjournaled {

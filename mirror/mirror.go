@@ -184,9 +184,11 @@ type Mirror struct {
 	// took the blocks to read and before it reads them: tests change the
 	// filter there.
 	lastRound func()
-	wake      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
+	// stopFeed ends the filter's calls to enqueue.
+	stopFeed func()
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
 	// ctx ends with Close, so that a copy in progress stops with it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -202,10 +204,9 @@ type Mirror struct {
 
 // Attach starts mirroring f into Redis under name: a full copy first (what
 // Redis holds is not known), then every committed change. f must be open
-// for writing; the mirror ends with Close, before f closes. A filter has
-// one Mirror at a time (it takes the filter's Filter.OnCommit feed): a
-// second Attach of f fails with engine.ErrFeedInUse until the first
-// closes.
+// for writing; the mirror ends with Close, before f closes. A filter may
+// have several mirrors, to several Redis deployments or names, each fed
+// every change through Filter.OnCommit.
 func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, error) {
 	k, o, err := checkArgs(r, name, opts)
 	if err := errors.Join(filterGiven(f), err); err != nil {
@@ -216,14 +217,12 @@ func Attach(f *engine.Filter, r Redis, name string, opts *Options) (*Mirror, err
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.acked = sync.NewCond(&m.mu)
 	m.mu.needCopy, m.mu.copyReason = true, "attached: what Redis holds is not known"
-	seq, err := f.OnCommit(m.enqueue)
-	if errors.Is(err, engine.ErrFeedInUse) {
-		err = fmt.Errorf("mirror: the filter feeds another Mirror (or OnCommit function) already; one filter has one mirror: %w", err)
-	}
+	seq, stopFeed, err := f.OnCommit(m.enqueue)
 	if err != nil {
 		m.cancel()
 		return nil, err
 	}
+	m.stopFeed = stopFeed
 	m.mu.Lock()
 	m.mu.lastSeq = max(m.mu.lastSeq, seq) // changes since may have come
 	m.mu.Unlock()
@@ -1461,7 +1460,7 @@ func (m *Mirror) Close() error {
 		return ErrClosed
 	default:
 	}
-	_, err := m.f.OnCommit(nil)
+	m.stopFeed()
 	close(m.stop)
 	m.cancel()
 	<-m.done
@@ -1472,10 +1471,7 @@ func (m *Mirror) Close() error {
 	m.mu.closed = true
 	m.mu.Unlock()
 	m.wakeWaiters()
-	if errors.Is(err, engine.ErrClosed) {
-		err = nil
-	}
-	return err
+	return nil
 }
 
 // readMeta reads the live copy's meta hash.
