@@ -270,6 +270,43 @@ func TestMirrorPushFollowsAFileRenamedOverIt(t *testing.T) {
 	require.NoError(t, follower.Wait(), errOut.String())
 }
 
+// A file renamed over FILE that cannot be opened leaves the follower
+// copying the old one, says so once, not every round, and the file is
+// tried again until it opens.
+func TestMirrorPushSaysOnceThatAReplacementCannotBeOpened(t *testing.T) {
+	s := redistest.StartServer(t)
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	old := filepath.Join(t.TempDir(), "old.tb") // the old file, by another name
+	require.NoError(t, os.Link(path, old))
+	remote := []string{"--redis", s.URL(), "--name", "broken"}
+	follower := startFollower(t, path, remote)
+	errOut, pushes := &follower.errOut, follower.pushes
+	require.Eventually(t, func() bool { return pushes() == 1 }, 10*time.Second, 20*time.Millisecond, "the first copy: %s", errOut.String())
+
+	broken := filepath.Join(t.TempDir(), "broken.tb")
+	require.NoError(t, os.WriteFile(broken, []byte("not a filter"), 0o644))
+	require.NoError(t, os.Rename(broken, path))
+	refused := path + " was replaced: the new file cannot be opened, so the old one is still copied"
+	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), refused) }, 10*time.Second, 20*time.Millisecond, errOut.String())
+	_, errs, code := tallybloom(t, "add", old, "--id", "1", "into-the-old-file")
+	require.Equal(t, 0, code, errs)
+	require.Eventually(t, func() bool { return pushes() == 2 }, 10*time.Second, 20*time.Millisecond, "the old file's change: %s", errOut.String())
+	answers, _, _ := tallybloom(t, append(append([]string{"check"}, remote...), "into-the-old-file")...)
+	assert.Equal(t, "present\tinto-the-old-file\n", answers)
+	time.Sleep(500 * time.Millisecond) // ten rounds more
+	assert.Equal(t, 1, strings.Count(errOut.String(), refused), "said once: %s", errOut.String())
+
+	replacement := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errs, code = tallybloom(t, "add", replacement, "--id", "1", "new")
+	require.Equal(t, 0, code, errs)
+	require.NoError(t, os.Rename(replacement, path))
+	require.Eventually(t, func() bool { return pushes() == 3 }, 10*time.Second, 20*time.Millisecond, "a copy of the new file: %s", errOut.String())
+	answers, _, _ = tallybloom(t, append(append([]string{"check"}, remote...), "into-the-old-file", "new")...)
+	assert.Equal(t, "absent\tinto-the-old-file\npresent\tnew\n", answers)
+	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
+	require.NoError(t, follower.Wait(), errOut.String())
+}
+
 // mirror push --follow waits longer after each failed copy, up to 30 s,
 // rather than fill standard error, and refuses an interval that would spin.
 func TestMirrorPushBacksOffWhileRedisIsAway(t *testing.T) {

@@ -122,7 +122,7 @@ sequence: taken between two of the writer's changes, or refused if the
 writer never paused long enough (about 1.3 s of attempts). With --follow,
 keep going: copy again whenever the file and the copy in Redis differ (the
 file changed, a new file was renamed over FILE, which is then the one
-followed, or Redis lost the copy), until interrupted; a copy that fails
+followed once it opens, or Redis lost the copy), until interrupted; a copy that fails
 (Redis away, a writer that does not pause) is reported on standard error and
 tried again, each time after twice as long, up to 30 s. A name another
 process writes copies under (a mirror attached to its file, another push)
@@ -162,16 +162,26 @@ stops. A process that owns the file ships its changes one by one instead
 				return held
 			}
 			var retry time.Duration // the wait after the last failed copy
+			// refused is why the replacement of FILE could not be opened,
+			// last round: it is tried again every round, and said again
+			// only when the reason changes.
+			var refused string
 			for first := true; ; first = false {
 				// A file renamed over FILE is the one to follow from then
 				// on, copied at once: its sequence says nothing of what
 				// Redis holds, which came from the old one.
 				renewed := false
 				if follow && !first {
-					if renewed, err = file.reopenIfReplaced(); err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: %v\n", args[0], err)
-					} else if renewed {
-						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: copying the new file\n", args[0])
+					renewed, err = file.reopenIfReplaced()
+					switch {
+					case err == nil:
+						refused = ""
+						if renewed {
+							fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: copying the new file\n", args[0])
+						}
+					case err.Error() != refused:
+						refused = err.Error()
+						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: %s\n", args[0], refused)
 					}
 				}
 				if first || renewed || !current() {
