@@ -31,9 +31,10 @@ command waits for more, so keys fed slowly (tail -f) take effect as they
 come. Interrupted (SIGINT, SIGTERM), it changes the keys it has read, says
 how many, and exits 130 or 143. Every key gets --id (default: the
 current Unix time in seconds), or, with --with-ids, the id before a tab:
-ID<TAB>KEY. --url stores each key as a URL in canonical form (lowercased
-host and path, without scheme, port, user, query or fragment), the form
-check --rollup looks for.` + map[string]string{
+ID<TAB>KEY. --url stores each key as a URL in canonical form, the form
+check --rollup looks for: the host and the path a browser would ask for,
+without scheme, port, user, query or fragment, with escapes, dot segments
+and backslashes undone (spam.example/x/../%77in is spam.example/win).` + map[string]string{
 			"add": "",
 			"remove": `
 

@@ -273,6 +273,18 @@ func TestRollup(t *testing.T) {
 
 	out, _, _ = tallybloom(t, "check", "--rollup", "--json", path, "http://x.spam.example.co.uk")
 	assert.JSONEq(t, `{"key":"http://x.spam.example.co.uk","present":true,"match":"spam.example.co.uk"}`, out)
+
+	// A URL rewritten the ways a browser still follows is found all the
+	// same, and one added disguised is stored as itself.
+	_, errOut, code = tallybloom(t, "add", "--url", "--id", "2", path, "http://prize.example/x/../%2577in")
+	require.Equal(t, 0, code, errOut)
+	out, _, code = tallybloom(t, "check", "--rollup", path,
+		`HTTP://hoster.example\u\7\page`, "http://hoster.example/u/8/%2e%2e/7/page", "http://prize.example/win/now", "http://prize.example/won")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "present\tHTTP://hoster.example\\u\\7\\page\thoster.example/u/7\n"+
+		"present\thttp://hoster.example/u/8/%2e%2e/7/page\thoster.example/u/7\n"+
+		"present\thttp://prize.example/win/now\tprize.example/win\n"+
+		"absent\thttp://prize.example/won\n", out)
 }
 
 func TestStatsJSON(t *testing.T) {

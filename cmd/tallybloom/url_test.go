@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,13 +16,91 @@ func TestCanonicalURL(t *testing.T) {
 		"example.com/":                "example.com",
 		"http://[::1]:80/x":           "::1/x",
 		"spam.example./path//to/page": "spam.example/path/to/page",
+		"ftp://spam.example/win":      "spam.example/win",
+		"foo://Spam.Example/win":      "spam.example/win",
+		"spam.example:8080/win":       "spam.example/win",
+		"http:///spam.example/win":    "spam.example/win", // as a browser reads it
+		"Spam.Example/W%49N":          "spam.example/WIN",
+		"spam.example/win?q=a%20b\\c": "spam.example/win",
 	} {
 		got, err := canonicalURL(raw)
 		require.NoError(t, err, raw)
 		assert.Equal(t, want, got, raw)
 	}
-	_, err := canonicalURL("http:///nohost")
-	assert.ErrorIs(t, err, errBadURL)
+	for _, raw := range []string{"", "http://", "http://[fe80::1%25en0]/", "spam.example:99999/x", "mailto:x"} {
+		_, err := canonicalURL(raw)
+		require.ErrorIs(t, err, errBadURL, raw)
+		assert.Contains(t, err.Error(), strconv.Quote(raw)+": ", "names the URL, then why")
+		assert.NotContains(t, err.Error(), "Error:", "without the parser's prefix")
+	}
+	_, err := canonicalURL("spam.example:99999/x")
+	assert.ErrorContains(t, err, "port is outside the range")
+
+	// Up to 8 KiB before the query, whatever the query's length.
+	long := "spam.example/" + strings.Repeat("a", maxURL-len("spam.example/"))
+	got, err := canonicalURL(long + "?" + strings.Repeat("q", 1<<20))
+	require.NoError(t, err)
+	assert.Equal(t, long, got)
+	_, err = canonicalURL(long + "b")
+	require.ErrorIs(t, err, errBadURL)
+	assert.ErrorContains(t, err, "8193 bytes before its query, more than the 8192 a URL may have")
+}
+
+// A spam URL disguised as a browser would still follow it is stored and
+// found as the URL itself: otherwise a spammer evades the filter by
+// writing the URL another way.
+func TestCanonicalURLUndoesDisguises(t *testing.T) {
+	for want, disguises := range map[string][]string{
+		"spam.example/win": {
+			"spam.example/x/../win", "spam.example/./win", "spam.example/x/%2e%2E/win", // dot segments
+			"spam.example/%77in", "spam.example/%2577in", "sp%61m.example/win", // percent-escapes, twice too
+			`spam.example\win`, `http:\\spam.example\win`, "http:spam.example/win", // backslashes, slashes left out
+			"spam.exa\tmple/w\nin", "spam..example/win", ".spam.example./win", // tabs, newlines, dots
+			"http://SPAM.example:80/win?utm=1#top", "user:pw@spam.example/win", "//spam.example//win",
+		},
+		"192.168.1.1/win":              {"http://3232235777/win", "http://0xC0A80101/win", "http://0300.0250.1.1/win", "192.168.257/win"},
+		"xn--bcher-kva.example/%C3%A4": {"http://bücher.example/ä", "BÜCHER.example/%C3%A4", "xn--bcher-kva.example/ä"},
+		"::1/x":                        {"http://[::1]:80/x", "[0:0::1]/x"},
+	} {
+		for _, raw := range disguises {
+			got, err := canonicalURL(raw)
+			require.NoError(t, err, raw)
+			assert.Equal(t, want, got, "%q", raw)
+		}
+	}
+}
+
+// The URLs nearly every key is are split without the WHATWG parser, which
+// takes many times as long; the ones it must read are left to it.
+func TestPlainURLsSkipTheParser(t *testing.T) {
+	for _, raw := range []string{
+		"spam.example/win", "https://User:pw@WWW.Example.com:8443/a/b/?q=%20#f", "HTTP://a-b.example.co.uk",
+		"spam.example:8080/~x/y.html", "foo://spam.example/win",
+	} {
+		_, _, ok := plainURL(beforeQuery(raw))
+		assert.True(t, ok, raw)
+	}
+	for _, raw := range []string{
+		"spam.example/%77in", "spam.example/x/../win", `spam.example\win`, "http:spam.example/win", "ftp://spam.example/",
+		"bücher.example", "xn--bcher-kva.example", "3232235777", "a.0x10", "spam..example", "spam.example:99999", "[::1]/x",
+	} {
+		_, _, ok := plainURL(raw)
+		assert.False(t, ok, raw)
+	}
+}
+
+// Bytes that are not UTF-8 are read as their percent-escapes: the parser
+// panics on them (index out of range), and a panic of its is an error.
+func TestURLsThatAreNotUTF8(t *testing.T) {
+	got, err := canonicalURL("spam.example/\x97win")
+	require.NoError(t, err)
+	assert.Equal(t, "spam.example/%97win", got)
+	same, err := canonicalURL("spam.example/%97win")
+	require.NoError(t, err)
+	assert.Equal(t, got, same)
+
+	_, err = parseBrowserURL("http://\x97\x97")
+	assert.ErrorContains(t, err, "the URL parser failed on it")
 }
 
 func TestRollupCandidates(t *testing.T) {
@@ -46,10 +125,23 @@ func FuzzURL(f *testing.F) {
 		"HTTPS://User:pw@WWW.Example.COM:8443/a/B/?q=1#frag", "example.com", "http://[::1]:80/x",
 		"spam.example./path//to/page", "a.b.example.co.uk/x/y", "http://10.0.0.1/p", "co.uk", "..example.com",
 		"http://[fe80::1%25en0]/", "xn--bcher-kva.example/ä", "http://%41.example/", "",
+		"spam.example/x/../win", `http:\\spam.example\win`, "http://3232235777/", "spam.example:99999/x",
+		"http:/spam.example", "a.b.0x10/p", "xn--zz.example", "HTTP://User@Spam.Example:8080/a/./b?q#f",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		whole := strings.TrimSpace(raw)
+		cut := beforeQuery(whole)
+		if host, path, ok := plainURL(cut); ok {
+			parsedHost, parsedPath, err := parseURL(cut)
+			require.NoError(t, err, "a plain URL is one a browser reads")
+			require.Equal(t, [2]string{parsedHost, parsedPath}, [2]string{host, path}, "plainURL reads %q as browserURL does", cut)
+		}
+		host, path, err := parseURL(whole)
+		cutHost, cutPath, cutErr := parseURL(cut)
+		require.Equal(t, err == nil, cutErr == nil, "the query decides nothing: %q: %v, %v", whole, err, cutErr)
+		require.Equal(t, [2]string{host, path}, [2]string{cutHost, cutPath}, "the query changes neither host nor path: %q", whole)
 		canonical, err := canonicalURL(raw)
 		candidates, rollupErr := rollupCandidates(raw)
 		if err != nil {
@@ -67,18 +159,32 @@ func FuzzURL(f *testing.F) {
 // BenchmarkCanonicalURL is the per-key cost `add --url` and `check` pay on
 // top of the filter's.
 func BenchmarkCanonicalURL(b *testing.B) {
-	urls := []string{
-		"https://Example.com/path/to/page?q=1&x=y#frag",
-		"spam.example/win-a-prize",
-		"http://user@sub.domain.example.co.uk:8080/a/b/c/d/",
-		"HTTPS://WWW.EXAMPLE.ORG/%7Euser/index.html",
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if _, err := canonicalURL(urls[i%len(urls)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
+	for _, bench := range []struct {
+		name string
+		urls []string
+	}{
+		{"plain", []string{ // what nearly every key is
+			"https://Example.com/path/to/page?q=1&x=y#frag",
+			"spam.example/win-a-prize",
+			"http://user@sub.domain.example.co.uk:8080/a/b/c/d/",
+			"HTTPS://WWW.EXAMPLE.ORG/~user/index.html",
+		}},
+		{"disguised", []string{ // what browserURL reads
+			"https://Example.com/path/../to/page?q=1&x=y#frag",
+			"spam.example/win%2Da%2Dprize",
+			`http://user@sub.domain.example.co.uk:8080\a\b\c\d\`,
+			"HTTPS://WWW.EXAMPLE.ORG/%7Euser/index.html",
+		}},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := canonicalURL(bench.urls[i%len(bench.urls)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
