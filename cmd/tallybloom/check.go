@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tallybloom/tallybloom/urlkey"
 )
 
 // checkResult is one line of check --json.
@@ -146,7 +148,7 @@ func checkKeys(c batchChecker, items []keyItem, rollup bool) ([]checkResult, err
 		candidates := []string{item.key}
 		if rollup {
 			var err error
-			if candidates, err = rollupCandidates(item.key); err != nil {
+			if candidates, err = urlkey.Rollup(item.key); err != nil {
 				return nil, fmt.Errorf("line %d: %w", item.line, err)
 			}
 		}

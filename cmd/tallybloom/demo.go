@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/urlkey"
 )
 
 func demoCommand() *cobra.Command {
@@ -87,7 +88,7 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 	rng := rand.New(rand.NewPCG(7, 7))
 	p := newKeyProgress(errOut, "add", days*reportsPerDay)
 	for i := range days * reportsPerDay {
-		key, err := canonicalURL(spamURL(rng, i))
+		key, err := urlkey.Canonical(spamURL(rng, i))
 		if err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 	removed := 0
 	rng = rand.New(rand.NewPCG(7, 7))
 	for i := range 3 * reportsPerDay {
-		key, _ := canonicalURL(spamURL(rng, i))
+		key, _ := urlkey.Canonical(spamURL(rng, i))
 		if i%3 == 0 && i >= 2*reportsPerDay {
 			if err := f.RemoveString(key, uint64(weekStart+i*day/reportsPerDay)); err != nil {
 				return err

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tallybloom/tallybloom/urlkey"
 )
 
 // maxLine is the longest key line read from standard input.
@@ -41,7 +43,7 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 			item.id, item.key = id, key
 		}
 		if opts.asURL {
-			canonical, err := canonicalURL(item.key)
+			canonical, err := urlkey.Canonical(item.key)
 			if err != nil {
 				return fmt.Errorf("line %d: %w", line, err)
 			}

@@ -1,4 +1,4 @@
-package main
+package urlkey
 
 import (
 	"strconv"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestCanonicalURL(t *testing.T) {
+func TestCanonical(t *testing.T) {
 	for raw, want := range map[string]string{
 		"HTTPS://User:pw@WWW.Example.COM:8443/a/B/?q=1#frag": "www.example.com/a/B",
 		"example.com":                 "example.com",
@@ -23,33 +23,33 @@ func TestCanonicalURL(t *testing.T) {
 		"Spam.Example/W%49N":          "spam.example/WIN",
 		"spam.example/win?q=a%20b\\c": "spam.example/win",
 	} {
-		got, err := canonicalURL(raw)
+		got, err := Canonical(raw)
 		require.NoError(t, err, raw)
 		assert.Equal(t, want, got, raw)
 	}
 	for _, raw := range []string{"", "http://", "http://[fe80::1%25en0]/", "spam.example:99999/x", "mailto:x"} {
-		_, err := canonicalURL(raw)
-		require.ErrorIs(t, err, errBadURL, raw)
+		_, err := Canonical(raw)
+		require.ErrorIs(t, err, ErrBadURL, raw)
 		assert.Contains(t, err.Error(), strconv.Quote(raw)+": ", "names the URL, then why")
 		assert.NotContains(t, err.Error(), "Error:", "without the parser's prefix")
 	}
-	_, err := canonicalURL("spam.example:99999/x")
+	_, err := Canonical("spam.example:99999/x")
 	assert.ErrorContains(t, err, "port is outside the range")
 
 	// Up to 8 KiB before the query, whatever the query's length.
-	long := "spam.example/" + strings.Repeat("a", maxURL-len("spam.example/"))
-	got, err := canonicalURL(long + "?" + strings.Repeat("q", 1<<20))
+	long := "spam.example/" + strings.Repeat("a", MaxLength-len("spam.example/"))
+	got, err := Canonical(long + "?" + strings.Repeat("q", 1<<20))
 	require.NoError(t, err)
 	assert.Equal(t, long, got)
-	_, err = canonicalURL(long + "b")
-	require.ErrorIs(t, err, errBadURL)
+	_, err = Canonical(long + "b")
+	require.ErrorIs(t, err, ErrBadURL)
 	assert.ErrorContains(t, err, "8193 bytes before its query, more than the 8192 a URL may have")
 }
 
 // A spam URL disguised as a browser would still follow it is stored and
 // found as the URL itself: otherwise a spammer evades the filter by
 // writing the URL another way.
-func TestCanonicalURLUndoesDisguises(t *testing.T) {
+func TestCanonicalUndoesDisguises(t *testing.T) {
 	for want, disguises := range map[string][]string{
 		"spam.example/win": {
 			"spam.example/x/../win", "spam.example/./win", "spam.example/x/%2e%2E/win", // dot segments
@@ -63,7 +63,7 @@ func TestCanonicalURLUndoesDisguises(t *testing.T) {
 		"::1/x":                        {"http://[::1]:80/x", "[0:0::1]/x"},
 	} {
 		for _, raw := range disguises {
-			got, err := canonicalURL(raw)
+			got, err := Canonical(raw)
 			require.NoError(t, err, raw)
 			assert.Equal(t, want, got, "%q", raw)
 		}
@@ -92,10 +92,10 @@ func TestPlainURLsSkipTheParser(t *testing.T) {
 // Bytes that are not UTF-8 are read as their percent-escapes: the parser
 // panics on them (index out of range), and a panic of its is an error.
 func TestURLsThatAreNotUTF8(t *testing.T) {
-	got, err := canonicalURL("spam.example/\x97win")
+	got, err := Canonical("spam.example/\x97win")
 	require.NoError(t, err)
 	assert.Equal(t, "spam.example/%97win", got)
-	same, err := canonicalURL("spam.example/%97win")
+	same, err := Canonical("spam.example/%97win")
 	require.NoError(t, err)
 	assert.Equal(t, got, same)
 
@@ -103,23 +103,23 @@ func TestURLsThatAreNotUTF8(t *testing.T) {
 	assert.ErrorContains(t, err, "the URL parser failed on it")
 }
 
-func TestRollupCandidates(t *testing.T) {
-	got, err := rollupCandidates("https://a.b.example.co.uk/x/y?z")
+func TestRollup(t *testing.T) {
+	got, err := Rollup("https://a.b.example.co.uk/x/y?z")
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"a.b.example.co.uk/x/y", "a.b.example.co.uk/x", "a.b.example.co.uk",
 		"b.example.co.uk", "example.co.uk",
 	}, got, "parents stop at the registrable domain")
 
-	got, err = rollupCandidates("http://10.0.0.1/p")
+	got, err = Rollup("http://10.0.0.1/p")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1/p", "10.0.0.1"}, got)
 }
 
-// FuzzURL checks, for any line a user may feed add --url and check
-// --rollup, that neither panics nor loops, and that check --rollup of a URL
-// looks first for the form add --url stored it under: otherwise a URL added
-// would not be found.
+// FuzzURL checks, for any line, that neither Canonical nor Rollup panics
+// or loops; that the plain way and the parser's read a plain URL alike,
+// and the query changes neither's host or path; and that Rollup looks first
+// for the key Canonical stores: otherwise a URL added would not be found.
 func FuzzURL(f *testing.F) {
 	for _, seed := range []string{
 		"HTTPS://User:pw@WWW.Example.COM:8443/a/B/?q=1#frag", "example.com", "http://[::1]:80/x",
@@ -142,23 +142,23 @@ func FuzzURL(f *testing.F) {
 		cutHost, cutPath, cutErr := parseURL(cut)
 		require.Equal(t, err == nil, cutErr == nil, "the query decides nothing: %q: %v, %v", whole, err, cutErr)
 		require.Equal(t, [2]string{host, path}, [2]string{cutHost, cutPath}, "the query changes neither host nor path: %q", whole)
-		canonical, err := canonicalURL(raw)
-		candidates, rollupErr := rollupCandidates(raw)
+		canonical, err := Canonical(raw)
+		candidates, rollupErr := Rollup(raw)
 		if err != nil {
-			require.ErrorIs(t, err, errBadURL)
-			require.ErrorIs(t, rollupErr, errBadURL, "add and check refuse the same lines")
+			require.ErrorIs(t, err, ErrBadURL)
+			require.ErrorIs(t, rollupErr, ErrBadURL, "Canonical and Rollup refuse the same lines")
 			return
 		}
 		require.NoError(t, rollupErr)
 		require.NotEmpty(t, candidates)
-		require.Equal(t, canonical, candidates[0], "check --rollup looks first where add --url stored it")
+		require.Equal(t, canonical, candidates[0], "Rollup looks first where Canonical stores")
 		require.LessOrEqual(t, len(candidates), strings.Count(canonical, "/")+strings.Count(canonical, ".")+1)
 	})
 }
 
-// BenchmarkCanonicalURL is the per-key cost `add --url` and `check` pay on
-// top of the filter's.
-func BenchmarkCanonicalURL(b *testing.B) {
+// BenchmarkCanonical is the per-key cost a URL pays on top of the
+// filter's (add --url, check --rollup).
+func BenchmarkCanonical(b *testing.B) {
 	for _, bench := range []struct {
 		name string
 		urls []string
@@ -180,7 +180,7 @@ func BenchmarkCanonicalURL(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				if _, err := canonicalURL(bench.urls[i%len(bench.urls)]); err != nil {
+				if _, err := Canonical(bench.urls[i%len(bench.urls)]); err != nil {
 					b.Fatal(err)
 				}
 				i++

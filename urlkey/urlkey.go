@@ -1,7 +1,6 @@
-package main
+package urlkey
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,14 +12,15 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-var errBadURL = errors.New("not a URL with a host")
-
-// canonicalURL is the form in which URLs are stored and checked: the host
-// a browser would ask, then the path it would ask for, without scheme, port,
-// user, query, fragment or trailing slash. "HTTPS://User@WWW.Example.com:8443/a/b/?q#f"
-// becomes "www.example.com/a/b", and so do "www.example.com/x/../a/b",
-// "www.example.com/a/%62" and "www.example.com\a\b".
-func canonicalURL(raw string) (string, error) {
+// Canonical is the key a URL is stored and checked under: the host a
+// browser would ask, then the path it would ask for, without scheme, port,
+// user, query, fragment or trailing slash.
+// "HTTPS://User@WWW.Example.com:8443/a/b/?q#f" becomes
+// "www.example.com/a/b", and so do "www.example.com/x/../a/b",
+// "www.example.com/a/%62" and "www.example.com\a\b". A line that is not
+// a URL with a host, or is longer than MaxLength before its query, is
+// ErrBadURL.
+func Canonical(raw string) (string, error) {
 	host, path, err := splitURL(raw)
 	if err != nil {
 		return "", err
@@ -35,11 +35,12 @@ func canonicalURL(raw string) (string, error) {
 	return b.String(), nil
 }
 
-// rollupCandidates are the forms a URL is checked under, most specific
-// first: the host with each path prefix (longest first), the host, and each
-// parent domain down to the registrable one (per the public suffix list, so
-// a.b.example.co.uk stops at example.co.uk).
-func rollupCandidates(raw string) ([]string, error) {
+// Rollup is the keys a URL is checked under, so that a whole domain, a
+// host or a path can be listed: most specific first, the host with each
+// path prefix (longest first), the host, and each parent domain down to the
+// registrable one (per the public suffix list, so a.b.example.co.uk stops
+// at example.co.uk). The first is Canonical's key.
+func Rollup(raw string) ([]string, error) {
 	host, path, err := splitURL(raw)
 	if err != nil {
 		return nil, err
@@ -93,8 +94,8 @@ func trimDots(host string) string {
 // the URL, a scheme of http taken where it has none.
 func splitURL(raw string) (host, path string, err error) {
 	raw = beforeQuery(strings.TrimSpace(raw))
-	if len(raw) > maxURL {
-		return "", "", fmt.Errorf("%w: %.40q...: %d bytes before its query, more than the %d a URL may have", errBadURL, raw, len(raw), maxURL)
+	if len(raw) > MaxLength {
+		return "", "", fmt.Errorf("%w: %.40q...: %d bytes before its query, more than the %d a URL may have", ErrBadURL, raw, len(raw), MaxLength)
 	}
 	if host, path, ok := plainURL(raw); ok {
 		return host, path, nil
@@ -113,11 +114,12 @@ func beforeQuery(raw string) string {
 	return raw
 }
 
-// maxURL is the longest URL, up to its query, that splitURL reads: servers
+// MaxLength is the longest URL, up to its query, that Canonical and Rollup
+// read: servers
 // commonly refuse a longer request line (RFC 9110 asks them to take 8000
 // bytes at least), and browserURL's time grows with the square of a URL's
 // length (about 0.1 s for 8 KiB of nested escapes, %252525...).
-const maxURL = 8 << 10
+const MaxLength = 8 << 10
 
 // parseURL is splitURL through browserURL, for any URL.
 func parseURL(raw string) (host, path string, err error) {
@@ -127,11 +129,11 @@ func parseURL(raw string) (host, path string, err error) {
 		if t := urlerrors.Type(err); t != "" {
 			reason = strings.TrimSuffix(string(t), ".") // without the parser's "Error: " and its copy of the URL
 		}
-		return "", "", fmt.Errorf("%w: %q: %s", errBadURL, raw, reason)
+		return "", "", fmt.Errorf("%w: %q: %s", ErrBadURL, raw, reason)
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(u.Hostname(), "["), "]") // an IPv6 address without brackets
 	if host == "" {
-		return "", "", fmt.Errorf("%w: %q", errBadURL, raw)
+		return "", "", fmt.Errorf("%w: %q", ErrBadURL, raw)
 	}
 	return host, u.Pathname(), nil
 }
