@@ -20,7 +20,7 @@ type checkResult struct {
 }
 
 func checkCommand() *cobra.Command {
-	var quiet, asJSON, rollup bool
+	var quiet, asJSON, asURL, rollup bool
 	var remote redisFlags
 	cmd := &cobra.Command{
 		Use:   "check FILE [KEY ...]",
@@ -34,10 +34,11 @@ KEY, or /dev/stdin). With --name NAME there is no FILE: keys are checked
 against the copy in Redis at --redis URL, or at $TALLYBLOOM_REDIS (see
 mirror push), with the same output.
 
---rollup treats each key as a URL and checks it and its parents, in the
-canonical form add --url stores: the host with each path prefix, the host,
-and each parent domain down to the registrable one (example.co.uk, not
-co.uk). A URL is present when any of them is; the line names the match.`,
+--url treats each key as a URL and checks the canonical form add --url
+stores it under. --rollup checks that form and its parents: the host with
+each path prefix, the host, and each parent domain down to the registrable
+one (example.co.uk, not co.uk). A URL is present when any of them is; the
+line names the match.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if !remote.remote() && len(args) < 1 {
 				return usageError(cmd, fmt.Errorf("FILE is required (or --name, with --redis or %s)", redisEnv))
@@ -70,7 +71,13 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 				if len(pending) == 0 {
 					return nil
 				}
-				results, err := checkKeys(c, pending, rollup)
+				form := asKeys
+				if asURL {
+					form = asURLs
+				} else if rollup {
+					form = withRollup
+				}
+				results, err := checkKeys(c, pending, form)
 				if err != nil {
 					return err
 				}
@@ -113,7 +120,9 @@ co.uk). A URL is present when any of them is; the line names the match.`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; the exit code answers")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line")
+	cmd.Flags().BoolVar(&asURL, "url", false, "keys are URLs, checked in the canonical form add --url stores")
 	cmd.Flags().BoolVar(&rollup, "rollup", false, "check each URL and its parent domains and paths")
+	cmd.MarkFlagsMutuallyExclusive("url", "rollup")
 	remote.register(cmd, false)
 	largePagesFlag(cmd)
 	return cmd
@@ -139,18 +148,31 @@ func (l localChecker) ContainsBatch(keys []string) ([]bool, error) {
 	return out, nil
 }
 
-// checkKeys checks items, or with rollup each URL's candidates (the most
-// specific that is present is the match), all in one batch.
-func checkKeys(c batchChecker, items []keyItem, rollup bool) ([]checkResult, error) {
+// checkForm is what check looks for a key under.
+type checkForm int
+
+const (
+	asKeys     checkForm = iota // the key as it is
+	asURLs                      // the key as a URL, in canonical form (urlkey.Canonical)
+	withRollup                  // the URL and its parents (urlkey.Rollup)
+)
+
+// checkKeys checks items, in form, all in one batch; with rollup the most
+// specific of a URL's candidates that is present is the match.
+func checkKeys(c batchChecker, items []keyItem, form checkForm) ([]checkResult, error) {
 	var keys []string
 	spans := make([][2]int, len(items)) // each item's candidates in keys
 	for i, item := range items {
 		candidates := []string{item.key}
-		if rollup {
-			var err error
-			if candidates, err = urlkey.Rollup(item.key); err != nil {
-				return nil, fmt.Errorf("line %d: %w", item.line, err)
-			}
+		var err error
+		switch form {
+		case withRollup:
+			candidates, err = urlkey.Rollup(item.key)
+		case asURLs:
+			candidates[0], err = urlkey.Canonical(item.key)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", item.line, err)
 		}
 		spans[i] = [2]int{len(keys), len(keys) + len(candidates)}
 		keys = append(keys, candidates...)
@@ -165,7 +187,7 @@ func checkKeys(c batchChecker, items []keyItem, rollup bool) ([]checkResult, err
 		for j := spans[i][0]; j < spans[i][1]; j++ {
 			if present[j] {
 				results[i].Present = true
-				if rollup {
+				if form == withRollup {
 					results[i].Match = keys[j]
 				}
 				break

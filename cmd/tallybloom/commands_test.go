@@ -274,6 +274,16 @@ func TestRollup(t *testing.T) {
 	out, _, _ = tallybloom(t, "check", "--rollup", "--json", path, "http://x.spam.example.co.uk")
 	assert.JSONEq(t, `{"key":"http://x.spam.example.co.uk","present":true,"match":"spam.example.co.uk"}`, out)
 
+	// --url checks the canonical form alone, not its parents.
+	out, _, code = tallybloom(t, "check", "--url", path, "HTTPS://Spam.Example.co.uk:443/?ref=1", "http://x.spam.example.co.uk", "hoster.example/u/7/")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "present\tHTTPS://Spam.Example.co.uk:443/?ref=1\n"+
+		"absent\thttp://x.spam.example.co.uk\n"+
+		"present\thoster.example/u/7/\n", out)
+	_, errOut, code = tallybloom(t, "check", "--url", "--rollup", path, "spam.example.co.uk")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "[rollup url] were all set")
+
 	// A URL rewritten the ways a browser still follows is found all the
 	// same, and one added disguised is stored as itself.
 	_, errOut, code = tallybloom(t, "add", "--url", "--id", "2", path, "http://prize.example/x/../%2577in")

@@ -112,7 +112,7 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 		"https://docs.example.org/getting-started",     // never reported
 		"https://cheap-hosting.example/pricing",        // the hoster itself was not reported
 	} {
-		results, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, true)
+		results, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, withRollup)
 		if err != nil {
 			return err
 		}

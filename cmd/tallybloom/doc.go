@@ -3,7 +3,7 @@
 //	tallybloom create FILE --capacity N --error-rate P [--tightening R] [--growth G] [--seed S] [--fixed] [--counters-only]
 //	tallybloom add    FILE [--id N | --with-ids] [--url] [KEY ...]
 //	tallybloom remove FILE [--id N | --with-ids] [--url] [KEY ...]
-//	tallybloom check  FILE [-q] [--json] [--rollup] [KEY ...]
+//	tallybloom check  FILE [-q] [--json] [--url | --rollup] [KEY ...]
 //	tallybloom stats  FILE [--json]
 //	tallybloom verify FILE
 //	tallybloom drop-before FILE ID
@@ -13,7 +13,7 @@
 //	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
 //	tallybloom mirror pull FILE --redis URL --name NAME [--cluster] [--presence-bits | --counters-only]
 //	tallybloom mirror stats --redis URL --name NAME [--cluster] [--json]
-//	tallybloom check --redis URL --name NAME [-q] [--json] [--rollup] [KEY ...]
+//	tallybloom check --redis URL --name NAME [-q] [--json] [--url | --rollup] [KEY ...]
 //	tallybloom --version
 //
 // Where --redis is left out, the Redis URL comes from the environment
