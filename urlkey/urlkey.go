@@ -139,8 +139,8 @@ func parseURL(raw string) (host, path string, err error) {
 }
 
 // parseBrowserURL is browserURL.Parse, with a panic of the parser's (it
-// indexes out of range on some input) an error, not the end of an add
-// streaming keys.
+// indexed out of range on bytes that are not UTF-8) an error: a hostile
+// line must not bring down the service or the add that reads it.
 func parseBrowserURL(raw string) (u *whatwg.Url, err error) {
 	defer func() {
 		if r := recover(); r != nil {
