@@ -480,6 +480,7 @@ func TestDemo(t *testing.T) {
 		"seed 0x1\n",
 		"added 280000 reports",
 		"present\thttps://WIN-PRIZE-3.example/claim?now=1\twin-prize-3.example",
+		"present\thttp://PAGES.example.net\\u5\\x\\..\\%66ree-gift\tpages.example.net/u5/free-gift",
 		"absent\thttps://docs.example.org/getting-started",
 		"dropped 1 sub-filter:",
 		"win-prize-0.example (reported on day 1) present: false",

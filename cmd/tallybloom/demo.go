@@ -108,6 +108,7 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 		"http://shop.win-prize-30.example/",            // a subdomain of a reported domain
 		"https://promo4.cheap-hosting.example/landing", // a reported host
 		"https://pages.example.net/u5/free-gift/step2", // below a reported path
+		`http://PAGES.example.net\u5\x\..\%66ree-gift`, // a reported path, written otherwise
 		"https://pages.example.net/u6/about",           // same host, a path never reported
 		"https://docs.example.org/getting-started",     // never reported
 		"https://cheap-hosting.example/pricing",        // the hoster itself was not reported
