@@ -34,7 +34,9 @@
 //
 // A Mirror attached to an engine.Filter receives every committed change
 // through Filter.OnCommit and queues it (bounded); the filter never waits
-// for Redis. A goroutine ships the queue in batches through a script that
+// for Redis. A filter may have several mirrors, into several Redis
+// deployments or under several names, each with its own subscription,
+// queue and claim. A goroutine ships the queue in batches through a script that
 // applies a batch only if Redis's sequence is the one the batch follows, so
 // a resent batch is never applied twice and none is skipped. Changes carry
 // the new bytes of the counters they wrote, so sticky saturation holds in
