@@ -57,9 +57,10 @@ func TestCanonicalUndoesDisguises(t *testing.T) {
 			`spam.example\win`, `http:\\spam.example\win`, "http:spam.example/win", // backslashes, slashes left out
 			"spam.exa\tmple/w\nin", "spam..example/win", ".spam.example./win", // tabs, newlines, dots
 			"http://SPAM.example:80/win?utm=1#top", "user:pw@spam.example/win", "//spam.example//win",
+			"http://evil.example@spam.example/win", "spam.example/wi%6E", // the host after the user; either case of an escape
 		},
 		"192.168.1.1/win":              {"http://3232235777/win", "http://0xC0A80101/win", "http://0300.0250.1.1/win", "192.168.257/win"},
-		"xn--bcher-kva.example/%C3%A4": {"http://bücher.example/ä", "BÜCHER.example/%C3%A4", "xn--bcher-kva.example/ä"},
+		"xn--bcher-kva.example/%C3%A4": {"http://bücher.example/ä", "BÜCHER.example/%C3%A4", "xn--bcher-kva.example/ä", "xn--bcher-kva.example/%c3%a4"},
 		"::1/x":                        {"http://[::1]:80/x", "[0:0::1]/x"},
 	} {
 		for _, raw := range disguises {
