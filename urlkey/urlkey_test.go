@@ -112,6 +112,12 @@ func TestRollup(t *testing.T) {
 		"b.example.co.uk", "example.co.uk",
 	}, got, "parents stop at the registrable domain")
 
+	got, err = Rollup("http://a.b.пример.рф/x")
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"a.b.xn--e1afmkfd.xn--p1ai/x", "a.b.xn--e1afmkfd.xn--p1ai", "b.xn--e1afmkfd.xn--p1ai", "xn--e1afmkfd.xn--p1ai",
+	}, got, "an international name rolls up in punycode, to its registrable domain")
+
 	got, err = Rollup("http://10.0.0.1/p")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1/p", "10.0.0.1"}, got)
