@@ -30,14 +30,14 @@ var (
 	// ErrClosed: a call on a closed Mirror.
 	ErrClosed = errors.New("mirror: closed")
 
-	// ErrNameTaken: another process writes copies under the name, a
-	// Mirror attached elsewhere or a Push under way. Two writers of one
+	// ErrNameTaken: another writer writes copies under the name, a
+	// Mirror attached elsewhere (or in this process) or a Push under way. Two writers of one
 	// name would replace each other's copies for ever, each a full copy,
 	// so the second waits: a Mirror tries again, shown in
 	// Stats.LastError, until the holder closes or its claim expires
 	// (Options.ClaimTTL after the holder's last call); Push returns the
 	// error.
-	ErrNameTaken = errors.New("mirror: another process writes copies under this name")
+	ErrNameTaken = errors.New("mirror: another writer writes copies under this name")
 
 	// ErrPartLost: a part of the copy's counters is gone from Redis:
 	// evicted by a Redis whose maxmemory-policy evicts keys that have no

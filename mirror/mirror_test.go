@@ -395,6 +395,32 @@ func TestNilArgumentsAreRefused(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// Two mirrors of one filter under one name in one Redis would replace each
+// other's copies: the second waits for the name, and says that this very
+// process holds it, while the first ships every change.
+func TestTwoMirrorsUnderOneName(t *testing.T) {
+	ctx := context.Background()
+	r := dial(t, redistest.StartServer(t).URL(), false)
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})
+	first, err := Attach(f, r, "f", nil)
+	require.NoError(t, err)
+	defer first.Close()
+	require.NoError(t, first.Flush(ctx))
+	second, err := Attach(f, r, "f", nil)
+	require.NoError(t, err)
+	defer second.Close()
+
+	require.NoError(t, f.AddString("after", 2))
+	require.NoError(t, first.Flush(ctx))
+	requireSame(t, ctx, r, "f", f)
+	waited, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err = second.Flush(waited)
+	require.ErrorIs(t, err, ErrNameTaken)
+	assert.ErrorContains(t, err, "this process ("+thisProcess()+") holds it, through another Mirror or Push of that name")
+	assert.Zero(t, second.Stats().Shipped, "the second wrote nothing")
+}
+
 // One filter mirrored into two Redis deployments: each copy follows every
 // change, and closing one mirror leaves the other following.
 func TestTwoMirrorsOfOneFilter(t *testing.T) {

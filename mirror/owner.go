@@ -27,13 +27,18 @@ type owner struct {
 }
 
 func newOwner(ttl time.Duration) owner {
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+	return owner{token: thisProcess() + " " + hex.EncodeToString(nonce[:]), ttl: ttl}
+}
+
+// thisProcess is the host and process a claim's token names.
+func thisProcess() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
-	return owner{token: fmt.Sprintf("%s pid %d %s", host, os.Getpid(), hex.EncodeToString(nonce[:])), ttl: ttl}
+	return fmt.Sprintf("%s pid %d", host, os.Getpid())
 }
 
 // args are the claim's arguments to a script that claims (see claimLua).
@@ -87,8 +92,11 @@ func claimedByAnother(err error) bool { return strings.HasPrefix(scriptError(err
 // (the claim, say) holds a value the mirror did not write.
 func takenError(err error) error {
 	if claimedByAnother(err) {
-		holder := strings.TrimPrefix(scriptError(err), "TBTAKEN ")
-		return fmt.Errorf("%w: %s holds it", ErrNameTaken, holderOf(holder))
+		holder := holderOf(strings.TrimPrefix(scriptError(err), "TBTAKEN "))
+		if holder == thisProcess() {
+			return fmt.Errorf("%w: this process (%s) holds it, through another Mirror or Push of that name", ErrNameTaken, holder)
+		}
+		return fmt.Errorf("%w: %s holds it", ErrNameTaken, holder)
 	}
 	if err != nil && strings.Contains(err.Error(), "WRONGTYPE") {
 		return fmt.Errorf("%w: a key of the name is not a tallybloom mirror's: %v", ErrBadAnswer, err)

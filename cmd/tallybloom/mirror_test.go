@@ -403,7 +403,7 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 
 	_, errOut, code := tallybloom(t, append([]string{"mirror", "push", path}, remote...)...)
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "another process writes copies under this name: other.example pid 99 holds it")
+	assert.Contains(t, errOut, "another writer writes copies under this name: other.example pid 99 holds it")
 	assert.Zero(t, c.Exists(ctx, "{taken}:meta").Val())
 	out, errOut, code := tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
 	require.Equal(t, 0, code, errOut)
