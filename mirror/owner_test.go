@@ -41,7 +41,7 @@ func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClie
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, err, ErrNameTaken, "Flush says why Redis is behind")
 	assert.Contains(t, waiter.Stats().LastError, ErrNameTaken.Error())
-	assert.Contains(t, waiter.Stats().LastError, holderOf(holder.owner.token)+" holds it")
+	assert.Contains(t, waiter.Stats().LastError, "this process ("+holderOf(holder.owner.token)+") holds it")
 	assert.Zero(t, waiter.Stats().Recopies)
 	assert.Equal(t, uint64(1), holder.Stats().Recopies, "the holder's copy was never replaced")
 	requireSame(t, ctx, r, name, first)
