@@ -177,11 +177,9 @@ func escapeInvalidUTF8(raw string) string {
 func withHTTP(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, ":")
 	switch {
-	case !ok || !isScheme(scheme):
-		return "http://" + raw
-	case webSchemes[strings.ToLower(scheme)]:
+	case ok && webSchemes[strings.ToLower(scheme)]:
 		return raw
-	case strings.HasPrefix(rest, "//"):
+	case ok && isScheme(scheme) && strings.HasPrefix(rest, "//"):
 		return "http:" + rest
 	default:
 		return "http://" + raw

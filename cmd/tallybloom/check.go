@@ -63,6 +63,12 @@ line names the match.`,
 				c = localChecker{local}
 				args = args[1:]
 			}
+			form := asKeys
+			if asURL {
+				form = asURLs
+			} else if rollup {
+				form = withRollup
+			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			defer out.Flush()
 			absent := 0
@@ -70,12 +76,6 @@ line names the match.`,
 			flush := func() error {
 				if len(pending) == 0 {
 					return nil
-				}
-				form := asKeys
-				if asURL {
-					form = asURLs
-				} else if rollup {
-					form = withRollup
 				}
 				results, err := checkKeys(c, pending, form)
 				if err != nil {

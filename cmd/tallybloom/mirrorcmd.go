@@ -124,11 +124,11 @@ keep going: copy again whenever the file and the copy in Redis differ (the
 file changed, a new file was renamed over FILE, which is then the one
 followed once it opens, or Redis lost the copy), until interrupted; a copy
 that fails (Redis away, a writer that does not pause) is reported on
-standard error and tried again, each time after twice as long, up to 30 s. A name another
-process writes copies under (a mirror attached to its file, another push)
-is refused, or waited for with --follow; a follower holds the name until it
-stops. A process that owns the file ships its changes one by one instead
-(mirror.Attach).`,
+standard error and tried again, each time after twice as long, up to 30 s.
+A name another process writes copies under (a mirror attached to its file,
+another push) is refused, or waited for with --follow; a follower holds the
+name until it stops. A process that owns the file ships its changes one by
+one instead (mirror.Attach).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if every < minEvery {
 				return usageError(cmd, fmt.Errorf("%w: --every must be at least %s, not %s", engine.ErrInvalidInput, minEvery, every))
