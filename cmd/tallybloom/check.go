@@ -77,7 +77,7 @@ line names the match.`,
 				if len(pending) == 0 {
 					return nil
 				}
-				results, err := checkKeys(c, pending, form)
+				results, badLine, err := checkKeys(c, pending, form)
 				if err != nil {
 					return err
 				}
@@ -92,6 +92,9 @@ line names the match.`,
 					}
 				}
 				pending = pending[:0]
+				if badLine != nil {
+					return fmt.Errorf("%w (the keys before it were checked)", badLine)
+				}
 				return nil
 			}
 			// Before each wait for more input, the keys read are answered
@@ -158,13 +161,14 @@ const (
 )
 
 // checkKeys checks items, in form, all in one batch; with rollup the most
-// specific of a URL's candidates that is present is the match.
-func checkKeys(c batchChecker, items []keyItem, form checkForm) ([]checkResult, error) {
+// specific of a URL's candidates that is present is the match. An item
+// that is not a URL ends the batch: the items before it are answered, and
+// badLine says which line it was.
+func checkKeys(c batchChecker, items []keyItem, form checkForm) (results []checkResult, badLine, err error) {
 	var keys []string
-	spans := make([][2]int, len(items)) // each item's candidates in keys
-	for i, item := range items {
+	spans := make([][2]int, 0, len(items)) // each item's candidates in keys
+	for _, item := range items {
 		candidates := []string{item.key}
-		var err error
 		switch form {
 		case withRollup:
 			candidates, err = urlkey.Rollup(item.key)
@@ -172,16 +176,21 @@ func checkKeys(c batchChecker, items []keyItem, form checkForm) ([]checkResult, 
 			candidates[0], err = urlkey.Canonical(item.key)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", item.line, err)
+			badLine = fmt.Errorf("line %d: %w", item.line, err)
+			break
 		}
-		spans[i] = [2]int{len(keys), len(keys) + len(candidates)}
+		spans = append(spans, [2]int{len(keys), len(keys) + len(candidates)})
 		keys = append(keys, candidates...)
+	}
+	items = items[:len(spans)]
+	if len(items) == 0 {
+		return nil, badLine, nil
 	}
 	present, err := c.ContainsBatch(keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	results := make([]checkResult, len(items))
+	results = make([]checkResult, len(items))
 	for i, item := range items {
 		results[i] = checkResult{Key: item.key}
 		for j := spans[i][0]; j < spans[i][1]; j++ {
@@ -194,7 +203,7 @@ func checkKeys(c batchChecker, items []keyItem, form checkForm) ([]checkResult, 
 			}
 		}
 	}
-	return results, nil
+	return results, badLine, nil
 }
 
 func writeCheck(out io.Writer, r checkResult, asJSON bool) error {

@@ -297,6 +297,34 @@ func TestRollup(t *testing.T) {
 		"absent\thttp://prize.example/won\n", out)
 }
 
+// A line that is not a URL stops check --url and --rollup, as it stops add
+// --url, and the keys before it, in its batch too, are answered first.
+func TestCheckAnswersTheKeysBeforeALineThatIsNotAURL(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errOut, code := tallybloom(t, "add", "--url", "--id", "1", path, "spam.example")
+	require.Equal(t, 0, code, errOut)
+	for _, form := range []string{"--url", "--rollup"} {
+		out, errOut, code := tallybloom(t, "check", form, path, "http://spam.example/", "ham.example", "http:///", "spam.example")
+		assert.Equal(t, 2, code)
+		assert.Regexp(t, "^present\thttp://spam.example/(\tspam.example)?\nabsent\tham.example\n$", out, form)
+		assert.Contains(t, errOut, "line 3: urlkey: not a URL with a host")
+		assert.Contains(t, errOut, "(the keys before it were checked)")
+
+		out, errOut, code = tallybloomIn(t, "http://spam.example/\nhttp:///\nspam.example\n", "check", "--json", form, path)
+		assert.Equal(t, 2, code)
+		var answer checkResult // one line: Unmarshal refuses a second
+		require.NoError(t, json.Unmarshal([]byte(out), &answer), out)
+		assert.Equal(t, "http://spam.example/", answer.Key)
+		assert.True(t, answer.Present)
+		assert.Contains(t, errOut, "line 2: urlkey: not a URL with a host")
+	}
+	// A first line that is not a URL answers nothing.
+	out, errOut, code := tallybloom(t, "check", "--url", path, "http:///", "spam.example")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "line 1: ")
+}
+
 func TestStatsJSON(t *testing.T) {
 	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
 	_, _, code := tallybloomIn(t, "1\ta\n2\tb\n3\tc\n", "add", "--with-ids", path)

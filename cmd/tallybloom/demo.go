@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -113,8 +114,8 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 		"https://docs.example.org/getting-started",     // never reported
 		"https://cheap-hosting.example/pricing",        // the hoster itself was not reported
 	} {
-		results, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, withRollup)
-		if err != nil {
+		results, badLine, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, withRollup)
+		if err := errors.Join(badLine, err); err != nil {
 			return err
 		}
 		if err := writeCheck(w, results[0], false); err != nil {
