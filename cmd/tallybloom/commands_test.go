@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,6 +134,95 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	_, errOut, code = tallybloom(t, "add", path, "--id", "5", "--with-ids")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "none of the others can be")
+}
+
+// drop-before --older-than retires by age, ids being the Unix seconds add
+// gives by default, and refuses a filter whose ids are not.
+func TestDropBeforeOlderThan(t *testing.T) {
+	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
+	now := time.Now().Unix()
+	day := int64(24 * 60 * 60)
+	lines := ""
+	for i, age := range []int64{90, 89, 40, 39, 1} {
+		lines += fmt.Sprintf("%d\t%c\n", now-age*day, 'a'+i)
+	}
+	_, errOut, code := tallybloomIn(t, lines, "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+
+	out, errOut, code := tallybloom(t, "drop-before", path, "--older-than", "30d")
+	require.Equal(t, 0, code, errOut)
+	var cut int64
+	var when string
+	_, err := fmt.Sscanf(out, "dropped 1 sub-filter (before id %d, %s", &cut, &when)
+	require.NoError(t, err, out)
+	assert.InDelta(t, now-30*day, cut, 60, out)
+	assert.Contains(t, out, fmt.Sprintf("; 2 left, the oldest from id %d\n", now-40*day))
+	out, _, _ = tallybloom(t, "check", path, "a", "c", "e")
+	assert.Equal(t, "absent\ta\npresent\tc\npresent\te\n", out)
+
+	// The middle sub-filter owns ids up to the newest's first, a day ago.
+	out, errOut, code = tallybloom(t, "drop-before", path, "--older-than", "1d12h")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "dropped 0 sub-filters (before id ")
+	out, errOut, code = tallybloom(t, "drop-before", path, "--older-than", "12h")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "dropped 1 sub-filter (before id ")
+	assert.Contains(t, out, "; 1 left")
+
+	for _, args := range [][]string{
+		{path},                             // neither
+		{path, "5", "--older-than", "30d"}, // both
+		{path, "--older-than", "1.5d"},     // days not whole
+		{path, "--older-than", "0h"},       // not after zero
+		{path, "--older-than", "soon"},     // not a duration
+		{path, "--older-than", "2d3d"},     // days twice
+		{path, "5", "6"},                   // too many
+		{path, "--older-than", "-1h"},      // before zero
+	} {
+		_, errOut, code := tallybloom(t, append([]string{"drop-before"}, args...)...)
+		assert.Equal(t, 2, code, "%q", args)
+		assert.Contains(t, errOut, "Usage:", "%q", args)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"30d": 30 * 24 * time.Hour, "36h": 36 * time.Hour, "1d12h": 36 * time.Hour,
+		"90m": 90 * time.Minute, "1d-1h": 23 * time.Hour, "45s": 45 * time.Second,
+	} {
+		got, err := parseAge(in)
+		assert.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "d", "1.5d", "0d", "0h", "-1h", "2d3d", "30", "soon", "1d-25h"} {
+		_, err := parseAge(in)
+		assert.Error(t, err, in)
+	}
+}
+
+// Ids that are not Unix seconds would make --older-than retire the wrong
+// sub-filters: all but the newest for sequence numbers, none for
+// milliseconds. Both are refused, and nothing is retired.
+func TestDropBeforeOlderThanRefusesIdsNotInSeconds(t *testing.T) {
+	now := time.Now().Unix()
+	for name, ids := range map[string][]int64{
+		"sequence numbers": {10, 11, 20, 21, 30},
+		"milliseconds":     {(now - 50) * 1000, (now - 40) * 1000, (now - 30) * 1000, (now - 20) * 1000, now * 1000},
+	} {
+		path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
+		lines := ""
+		for i, id := range ids {
+			lines += fmt.Sprintf("%d\t%c\n", id, 'a'+i)
+		}
+		_, errOut, code := tallybloomIn(t, lines, "add", "--with-ids", path)
+		require.Equal(t, 0, code, errOut)
+		_, errOut, code = tallybloom(t, "drop-before", path, "--older-than", "1s")
+		assert.Equal(t, 2, code, name)
+		assert.Contains(t, errOut, "so the ids are not times in seconds", name)
+		assert.NotContains(t, errOut, "Usage:", name)
+		out, _, _ := tallybloom(t, "check", path, "a", "e")
+		assert.Equal(t, "present\ta\npresent\te\n", out, "%s: nothing is retired", name)
+	}
 }
 
 // keysIn is n lines of keys named from prefix, each with id if withIDs is

@@ -6,7 +6,7 @@
 //	tallybloom check  FILE [-q] [--json] [--url | --rollup] [KEY ...]
 //	tallybloom stats  FILE [--json]
 //	tallybloom verify FILE
-//	tallybloom drop-before FILE ID
+//	tallybloom drop-before FILE {ID | --older-than AGE}
 //	tallybloom export FILE OUT [--frozen] [--base64]
 //	tallybloom import IN FILE [--presence-bits | --counters-only]
 //	tallybloom demo [DIR]
