@@ -149,7 +149,15 @@ func TestDropBeforeOlderThan(t *testing.T) {
 	_, errOut, code := tallybloomIn(t, lines, "add", "--with-ids", path)
 	require.Equal(t, 0, code, errOut)
 
-	out, errOut, code := tallybloom(t, "drop-before", path, "--older-than", "30d")
+	// stats gives the sub-filters' id ranges as times too.
+	out, errOut, code := tallybloom(t, "stats", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "added (UTC)")
+	minute := func(id int64) string { return time.Unix(id, 0).UTC().Format("2006-01-02 15:04") }
+	assert.Regexp(t, fmt.Sprintf(`\n0 +0\.\.%d +\.\.%s +2 `, now-40*day-1, minute(now-40*day-1)), out)
+	assert.Regexp(t, fmt.Sprintf(`\n2 +%d\.\. +%s\.\. +2 `, now-day, minute(now-day)), out)
+
+	out, errOut, code = tallybloom(t, "drop-before", path, "--older-than", "30d")
 	require.Equal(t, 0, code, errOut)
 	var cut int64
 	var when string
@@ -441,6 +449,7 @@ func TestStatsJSON(t *testing.T) {
 	assert.Contains(t, out, "state       clean")
 	assert.Contains(t, out, "0..2")
 	assert.Contains(t, out, "3..")
+	assert.NotContains(t, out, "added (UTC)", "ids that are not Unix seconds are not shown as times")
 }
 
 // A filter overfilled until every counter is non-zero still has stats, in

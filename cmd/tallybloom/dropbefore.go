@@ -110,22 +110,29 @@ func parseAge(s string) (time.Duration, error) {
 // insertion times in seconds holds none older.
 const earliestSeconds = 946684800
 
-// cutOff is the id age before now, for a filter whose ids are Unix seconds.
-// The highest id added says whether they are: one before 2000 is a
-// sequence number or the like, one more than a day ahead of now a time in
-// finer units, and a cut-off in seconds would retire too much or nothing.
+// notSeconds says why a filter whose highest id added is newest does not
+// have Unix seconds as ids, if it does not: an id before 2000 is a sequence
+// number or the like, one more than a day ahead of now a time in finer
+// units. A filter with nothing added passes.
+func notSeconds(newest uint64, now time.Time) error {
+	switch {
+	case newest != 0 && newest < earliestSeconds:
+		return fmt.Errorf("the newest id added, %d, is before 2000 as Unix seconds, so the ids are not times in seconds", newest)
+	case newest > uint64(now.Add(24*time.Hour).Unix()):
+		return fmt.Errorf("the newest id added, %d, is after tomorrow as Unix seconds, so the ids are not times in seconds (milliseconds?)", newest)
+	}
+	return nil
+}
+
+// cutOff is the id age before now, for a filter whose ids are Unix seconds:
+// for other ids a cut-off in seconds would retire too much or nothing.
 func cutOff(st engine.Stats, now time.Time, age time.Duration) (uint64, error) {
 	var newest uint64
 	for _, sub := range st.SubFilters {
 		newest = max(newest, sub.MaxID)
 	}
-	switch {
-	case newest == 0:
-		// Nothing added: nothing to retire, whatever the ids will be.
-	case newest < earliestSeconds:
-		return 0, fmt.Errorf("%w: --older-than: the newest id added, %d, is before 2000 as Unix seconds, so the ids are not times in seconds; give the ID to drop before", engine.ErrInvalidInput, newest)
-	case newest > uint64(now.Add(24*time.Hour).Unix()):
-		return 0, fmt.Errorf("%w: --older-than: the newest id added, %d, is after tomorrow as Unix seconds, so the ids are not times in seconds (milliseconds?); give the ID to drop before", engine.ErrInvalidInput, newest)
+	if err := notSeconds(newest, now); err != nil {
+		return 0, fmt.Errorf("%w: --older-than: %w; give the ID to drop before", engine.ErrInvalidInput, err)
 	}
 	return uint64(max(now.Add(-age).Unix(), 0)), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -122,14 +123,30 @@ func printStatsTo(out io.Writer, s statsJSON) {
 }
 
 // printSubFiltersTo prints the table of sub-filters; a rate they were
-// built for of 0 is one not known (a copy in Redis does not keep it).
+// built for of 0 is one not known (a copy in Redis does not keep it). Where
+// the ids are Unix seconds, as add gives by default, a column gives their
+// range as times, which drop-before --older-than goes by.
 func printSubFiltersTo(w io.Writer, subs []subFilterJSON) {
+	var newest uint64
+	for _, sub := range subs {
+		newest = max(newest, sub.MaxID)
+	}
+	asTimes := newest != 0 && notSeconds(newest, time.Now()) == nil
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "level\tids\tcapacity\tcount\tfill\tfalse positives\tbytes")
+	if asTimes {
+		fmt.Fprintln(w, "level\tids\tadded (UTC)\tcapacity\tcount\tfill\tfalse positives\tbytes")
+	} else {
+		fmt.Fprintln(w, "level\tids\tcapacity\tcount\tfill\tfalse positives\tbytes")
+	}
 	for i, sub := range subs {
 		ids := fmt.Sprintf("%d..", sub.FirstID)
+		times := idTime(sub.FirstID) + ".."
 		if i+1 < len(subs) {
 			ids = fmt.Sprintf("%d..%d", sub.FirstID, subs[i+1].FirstID-1)
+			times += idTime(subs[i+1].FirstID - 1)
+		}
+		if asTimes {
+			ids += "\t" + times
 		}
 		fill := fmt.Sprintf("%.0f%%", 100*sub.Fill)
 		if sub.Overfilled {
@@ -141,6 +158,15 @@ func printSubFiltersTo(w io.Writer, subs []subFilterJSON) {
 		}
 		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", sub.Level, ids, sub.Capacity, sub.Count, fill, rate, bytesText(sub.Bytes))
 	}
+}
+
+// idTime is an id of Unix seconds as a time to the minute, UTC, or nothing
+// for an id before 2000 (the first sub-filter's first id, 0).
+func idTime(id uint64) string {
+	if id < earliestSeconds {
+		return ""
+	}
+	return time.Unix(int64(id), 0).UTC().Format("2006-01-02 15:04")
 }
 
 func bytesText(n uint64) string {
