@@ -53,7 +53,7 @@ would retire the wrong sub-filters.`,
 				return err
 			}
 			if age > 0 {
-				if id, err = cutOff(f.Stats(), time.Now(), age); err != nil {
+				if id, err = cutOff(statsOf(args[0], f.Stats()).SubFilters, time.Now(), age); err != nil {
 					f.Close()
 					return err
 				}
@@ -124,14 +124,19 @@ func notSeconds(newest uint64, now time.Time) error {
 	return nil
 }
 
-// cutOff is the id age before now, for a filter whose ids are Unix seconds:
-// for other ids a cut-off in seconds would retire too much or nothing.
-func cutOff(st engine.Stats, now time.Time, age time.Duration) (uint64, error) {
+// newestID is the highest id added to any of subs, 0 if none was.
+func newestID(subs []subFilterJSON) uint64 {
 	var newest uint64
-	for _, sub := range st.SubFilters {
+	for _, sub := range subs {
 		newest = max(newest, sub.MaxID)
 	}
-	if err := notSeconds(newest, now); err != nil {
+	return newest
+}
+
+// cutOff is the id age before now, for a filter whose ids are Unix seconds:
+// for other ids a cut-off in seconds would retire too much or nothing.
+func cutOff(subs []subFilterJSON, now time.Time, age time.Duration) (uint64, error) {
+	if err := notSeconds(newestID(subs), now); err != nil {
 		return 0, fmt.Errorf("%w: --older-than: %w; give the ID to drop before", engine.ErrInvalidInput, err)
 	}
 	return uint64(max(now.Add(-age).Unix(), 0)), nil

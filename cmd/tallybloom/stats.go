@@ -127,10 +127,7 @@ func printStatsTo(out io.Writer, s statsJSON) {
 // the ids are Unix seconds, as add gives by default, a column gives their
 // range as times, which drop-before --older-than goes by.
 func printSubFiltersTo(w io.Writer, subs []subFilterJSON) {
-	var newest uint64
-	for _, sub := range subs {
-		newest = max(newest, sub.MaxID)
-	}
+	newest := newestID(subs)
 	asTimes := newest != 0 && notSeconds(newest, time.Now()) == nil
 	fmt.Fprintln(w)
 	if asTimes {
