@@ -599,11 +599,27 @@ func lock(file *mmapfile.File) error {
 	err := file.Lock()
 	switch {
 	case errors.Is(err, mmapfile.ErrLocked):
-		return fmt.Errorf("%w: %s", ErrLocked, file.Path())
+		return fmt.Errorf("%w: %s%s", ErrLocked, file.Path(), lockHolder(file))
 	case errors.Is(err, mmapfile.ErrUnsupported):
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 	return err
+}
+
+// lockHolder says who holds file's lock, where the system tells: most
+// often another process, and now and then another Filter of this one (a
+// service that opened its file twice).
+func lockHolder(file *mmapfile.File) string {
+	pid, name := file.LockHolder()
+	switch {
+	case pid == 0:
+		return ""
+	case pid == os.Getpid():
+		return fmt.Sprintf(" (this process, pid %d, holds it: another Filter of the file is open)", pid)
+	case name == "":
+		return fmt.Sprintf(" (process %d holds it)", pid)
+	}
+	return fmt.Sprintf(" (process %d, %s, holds it)", pid, name)
 }
 
 // checkHost refuses big-endian machines: counter words and tallies are

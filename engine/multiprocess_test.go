@@ -4,6 +4,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -21,6 +23,9 @@ func TestManyProcesses(t *testing.T) {
 	reply := <-second.replies
 	assert.True(t, strings.HasPrefix(reply, "error"), reply)
 	assert.Contains(t, reply, ErrLocked.Error())
+	if runtime.GOOS == "linux" { // where the system says who holds a lock
+		assert.Contains(t, reply, fmt.Sprintf("(process %d, ", os.Getpid()), "the writer is named")
+	}
 	second.stop()
 
 	readers := []*child{startChild(t, "reader", w.Path()), startChild(t, "reader", w.Path())}

@@ -147,6 +147,11 @@ func (f *File) Lock() error {
 	return nil
 }
 
+// LockHolder names the process that holds the file's lock, after Lock
+// found it held: its pid and command name, or pid 0 where the system does
+// not say (see flock.Holder).
+func (f *File) LockHolder() (pid int, name string) { return flock.Holder(f.file) }
+
 // Sync flushes the file's data and metadata (its size) to disk.
 func (f *File) Sync() error { return f.file.Sync() }
 
