@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/flock"
 )
 
 // statsJSON is the shape of stats --json.
@@ -24,6 +26,27 @@ type statsJSON struct {
 	CounterBytes  uint64          `json:"counter_bytes"`
 	PresenceBytes uint64          `json:"presence_bytes"`
 	SubFilters    []subFilterJSON `json:"sub_filters"`
+	// Writer is the process that has the file open for writing, where the
+	// system says (Linux); absent when none has or it cannot tell.
+	Writer *writerJSON `json:"writer,omitempty"`
+}
+
+type writerJSON struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+}
+
+// writerOf names the process holding path's writer lock, or nil.
+func writerOf(path string) *writerJSON {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer file.Close()
+	if pid, name := flock.Holder(file); pid != 0 {
+		return &writerJSON{PID: pid, Command: name}
+	}
+	return nil
 }
 
 // paramsJSON are a filter's persisted parameters, in stats --json and
@@ -89,7 +112,8 @@ func statsCommand() *cobra.Command {
 		Short: "Show a filter's parameters, sub-filters and state",
 		Long: `Show the parameters, a table of sub-filters (id range, capacity, count, fill,
 expected false-positive rate, bytes), the sequence numbers and the file's
-state. Opens the file read-only: it works while a writer runs.`,
+state. Opens the file read-only: it works while a writer runs, and names
+that writer where the system says who it is (Linux).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
@@ -98,6 +122,7 @@ state. Opens the file read-only: it works while a writer runs.`,
 			}
 			defer f.Close()
 			s := statsOf(args[0], f.Stats())
+			s.Writer = writerOf(args[0])
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -116,6 +141,13 @@ func printStatsTo(out io.Writer, s statsJSON) {
 	defer w.Flush()
 	fmt.Fprintf(w, "file\t%s\n", s.File)
 	fmt.Fprintf(w, "state\t%s (memory sequence %d, durable sequence %d)\n", s.State, s.MemSeq, s.DiskSeq)
+	if s.Writer != nil {
+		fmt.Fprintf(w, "writer\tprocess %d", s.Writer.PID)
+		if s.Writer.Command != "" {
+			fmt.Fprintf(w, ", %s", s.Writer.Command)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "parameters\t%s\n", s.text())
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
 	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), counted(len(s.SubFilters), "sub-filter"), bytesText(s.PresenceBytes))
