@@ -8,5 +8,7 @@
 //
 // Locks are flock(2) locks on Unix. Elsewhere Lock reports
 // errors.ErrUnsupported and RemoveUnlocked removes nothing, as it cannot
-// tell a live file from a dead one.
+// tell a live file from a dead one. Holder names the process holding a
+// file's lock where the system lists lock holders (/proc/locks on Linux),
+// so that a refused writer can be told who has the file.
 package flock
