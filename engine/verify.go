@@ -51,7 +51,7 @@ func VerifyWith(path string, opts *Options) error {
 		return nil
 	}
 	if after := f.journal.MemSeq(); after != before || writerRunning(path) {
-		return fmt.Errorf("%w: %s: a writer was changing the file (sequence %d to %d) while verify read it, and what looked wrong may be its changes in flight; verify again with the writer stopped, or verify an export of the filter", ErrBusy, path, before, after)
+		return fmt.Errorf("%w: %s: a writer was changing the file (sequence %d to %d) while verify read it%s, and what looked wrong may be its changes in flight; verify again with the writer stopped, or verify an export of the filter", ErrBusy, path, before, after, writerNamed(path))
 	}
 	return fmt.Errorf("%w: %s: %d problem(s):\n  %s", ErrCorrupt, path, len(problems), strings.Join(problems, "\n  "))
 }
@@ -65,6 +65,17 @@ func writerRunning(path string) bool {
 	}
 	defer probe.Close()
 	return errors.Is(probe.Lock(), mmapfile.ErrLocked)
+}
+
+// writerNamed says who holds the file at path, as lockHolder does, or
+// nothing.
+func writerNamed(path string) string {
+	probe, err := mmapfile.Open(path, os.O_RDONLY, 0, nil)
+	if err != nil {
+		return ""
+	}
+	defer probe.Close()
+	return lockHolder(probe)
 }
 
 // verify lists every inconsistency it finds, in words a person can act on.
