@@ -19,8 +19,9 @@ import (
 // changeCommand is add or remove: they read keys and ids alike.
 func changeCommand(verb string) *cobra.Command {
 	var (
-		id   uint64
-		opts keyOptions
+		id        uint64
+		opts      keyOptions
+		keepGoing bool
 	)
 	cmd := &cobra.Command{
 		Use:   verb + " FILE [KEY ...]",
@@ -34,7 +35,11 @@ current Unix time in seconds), or, with --with-ids, the id before a tab:
 ID<TAB>KEY. --url stores each key as a URL in canonical form, the form
 check --rollup looks for: the host and the path a browser would ask for,
 without scheme, port, user, query or fragment, with escapes, dot segments
-and backslashes undone (spam.example/x/../%77in is spam.example/win).` + map[string]string{
+and backslashes undone (spam.example/x/../%77in is spam.example/win).
+
+A line that is not a key (not a URL with --url, not ID<TAB>KEY with
+--with-ids) ends the command, the keys before it done. With --keep-going
+it is reported and left out, the command goes on, and exits 2 at the end.` + map[string]string{
 			"add": "",
 			"remove": `
 
@@ -52,18 +57,19 @@ Exits 1 when some key was not found (nothing changed for it).`,
 			if !cmd.Flags().Changed("id") {
 				id = uint64(time.Now().Unix())
 			}
-			return change(cmd, verb, args[0], args[1:], id, opts)
+			return change(cmd, verb, args[0], args[1:], id, opts, keepGoing)
 		},
 	}
 	cmd.Flags().Uint64Var(&id, "id", 0, "id of every key (default: now, in Unix seconds)")
 	cmd.Flags().BoolVar(&opts.withIDs, "with-ids", false, "read ID<TAB>KEY lines")
 	cmd.Flags().BoolVar(&opts.asURL, "url", false, "keys are URLs, stored in canonical form")
 	cmd.MarkFlagsMutuallyExclusive("id", "with-ids")
+	keepGoingFlag(cmd, &keepGoing)
 	largePagesFlag(cmd)
 	return cmd
 }
 
-func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opts keyOptions) error {
+func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opts keyOptions, keepGoing bool) error {
 	f, err := openFilter(path, filterOptions(cmd, false))
 	if err != nil {
 		return err
@@ -75,6 +81,10 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 	}
 	p := newProgress(cmd.ErrOrStderr(), verb, size)
+	skipper := &lineSkipper{report: p.note}
+	if keepGoing {
+		opts.skip = skipper.skip
+	}
 	before := f.Stats()
 	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
 	// Keys are changed a group at a time, and before each wait for more
@@ -107,6 +117,8 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		switch {
 		case stopped:
 			return &exitCode{code: 128 + int(signalled.Load()), err: fmt.Errorf("%w: the keys read were %s and kept", err, past)}
+		case skipper.lines > 0:
+			return skipper.err("the other keys were " + past)
 		case batch.notFound > 0:
 			return &exitCode{code: exitNo, err: fmt.Errorf("%d of %d keys not found; nothing changed for them", batch.notFound, p.keys)}
 		}

@@ -20,7 +20,7 @@ type checkResult struct {
 }
 
 func checkCommand() *cobra.Command {
-	var quiet, asJSON, asURL, rollup bool
+	var quiet, asJSON, asURL, rollup, keepGoing bool
 	var remote redisFlags
 	cmd := &cobra.Command{
 		Use:   "check FILE [KEY ...]",
@@ -38,7 +38,9 @@ mirror push), with the same output.
 stores it under. --rollup checks that form and its parents: the host with
 each path prefix, the host, and each parent domain down to the registrable
 one (example.co.uk, not co.uk). A URL is present when any of them is; the
-line names the match.`,
+line names the match. A line that is not a URL ends the command, the keys
+before it answered; with --keep-going it is reported and left out, the
+command goes on, and exits 2 at the end.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if !remote.remote() && len(args) < 1 {
 				return usageError(cmd, fmt.Errorf("FILE is required (or --name, with --redis or %s)", redisEnv))
@@ -73,11 +75,19 @@ line names the match.`,
 			defer out.Flush()
 			absent := 0
 			var pending []keyItem
+			skipper := &lineSkipper{report: func(line string) {
+				out.Flush() // the answers of earlier batches first
+				fmt.Fprintln(cmd.ErrOrStderr(), line)
+			}}
+			var skip func(error)
+			if keepGoing {
+				skip = skipper.skip
+			}
 			flush := func() error {
 				if len(pending) == 0 {
 					return nil
 				}
-				results, badLine, err := checkKeys(c, pending, form)
+				results, badLine, err := checkKeys(c, pending, form, skip)
 				if err != nil {
 					return err
 				}
@@ -115,6 +125,9 @@ line names the match.`,
 			if err != nil {
 				return err
 			}
+			if err := skipper.err("the other keys were checked"); err != nil {
+				return err
+			}
 			if absent > 0 {
 				return &exitCode{code: exitNo} // the lines say which
 			}
@@ -126,6 +139,7 @@ line names the match.`,
 	cmd.Flags().BoolVar(&asURL, "url", false, "keys are URLs, checked in the canonical form add --url stores")
 	cmd.Flags().BoolVar(&rollup, "rollup", false, "check each URL and its parent domains and paths")
 	cmd.MarkFlagsMutuallyExclusive("url", "rollup")
+	keepGoingFlag(cmd, &keepGoing)
 	remote.register(cmd, false)
 	largePagesFlag(cmd)
 	return cmd
@@ -162,11 +176,13 @@ const (
 
 // checkKeys checks items, in form, all in one batch; with rollup the most
 // specific of a URL's candidates that is present is the match. An item
-// that is not a URL ends the batch: the items before it are answered, and
-// badLine says which line it was.
-func checkKeys(c batchChecker, items []keyItem, form checkForm) (results []checkResult, badLine, err error) {
+// that is not a URL is given to skip and left out or, without skip, ends
+// the batch: the items before it are answered, and badLine says which line
+// it was.
+func checkKeys(c batchChecker, items []keyItem, form checkForm, skip func(error)) (results []checkResult, badLine, err error) {
 	var keys []string
-	spans := make([][2]int, 0, len(items)) // each item's candidates in keys
+	var checked []keyItem
+	spans := make([][2]int, 0, len(items)) // each checked item's candidates in keys
 	for _, item := range items {
 		candidates := []string{item.key}
 		switch form {
@@ -176,13 +192,19 @@ func checkKeys(c batchChecker, items []keyItem, form checkForm) (results []check
 			candidates[0], err = urlkey.Canonical(item.key)
 		}
 		if err != nil {
-			badLine = fmt.Errorf("line %d: %w", item.line, err)
-			break
+			err = fmt.Errorf("line %d: %w", item.line, err)
+			if skip == nil {
+				badLine = err
+				break
+			}
+			skip(err)
+			continue
 		}
+		checked = append(checked, item)
 		spans = append(spans, [2]int{len(keys), len(keys) + len(candidates)})
 		keys = append(keys, candidates...)
 	}
-	items = items[:len(spans)]
+	items = checked
 	if len(items) == 0 {
 		return nil, badLine, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,6 +135,60 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	_, errOut, code = tallybloom(t, "add", path, "--id", "5", "--with-ids")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "none of the others can be")
+}
+
+// --keep-going reports a line that is not a key, leaves it out and goes
+// on; the command exits 2 at the end, after the other keys were done.
+func TestKeepGoing(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errOut, code := tallybloomIn(t, "spam.example/a\nhttp:///\nspam.example/b\n", "add", "--url", "-k", "--id", "1", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "line 2: urlkey: not a URL with a host")
+	assert.Contains(t, errOut, ": left out\n")
+	assert.Contains(t, errOut, "added 2 keys (2 new)")
+	assert.Contains(t, errOut, "1 line left out, reported above (--keep-going); the other keys were added")
+
+	_, errOut, code = tallybloomIn(t, "5\tspam.example/c\nno id here\n6\tspam.example/d\n", "add", "--with-ids", "--url", "--keep-going", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `line 2: want ID<TAB>KEY, got "no id here": left out`)
+	out, _, code := tallybloom(t, "check", path, "spam.example/a", "spam.example/b", "spam.example/c", "spam.example/d")
+	assert.Equal(t, 0, code, "every good key was added: %s", out)
+
+	out, errOut, code = tallybloom(t, "check", "--url", "-k", path, "http://spam.example/a", "http:///", "http://ham.example/")
+	assert.Equal(t, 2, code, "exit 2 outranks 1 for an absent key")
+	assert.Equal(t, "present\thttp://spam.example/a\nabsent\thttp://ham.example/\n", out)
+	assert.Contains(t, errOut, "line 2: urlkey: not a URL with a host")
+	assert.Contains(t, errOut, "the other keys were checked")
+
+	_, errOut, code = tallybloomIn(t, "6\tspam.example/d\nbad\n", "remove", "--with-ids", "--url", "-k", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "removed 1 key (0 not found)")
+	out, _, _ = tallybloom(t, "check", path, "spam.example/d")
+	assert.Equal(t, "absent\tspam.example/d\n", out)
+}
+
+// A feed that stays open is not stopped by a bad line: the keys after it
+// are added while the feed still runs.
+func TestKeepGoingOnAFeed(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	adder := exec.Command(binary, "add", "--url", "-k", path)
+	in, err := adder.StdinPipe()
+	require.NoError(t, err)
+	var errOut strings.Builder
+	adder.Stderr = &errOut
+	require.NoError(t, adder.Start())
+	defer adder.Process.Kill()
+	_, err = in.Write([]byte("spam.example/before\nhttp:///\nspam.example/after\n"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, _, code := tallybloom(t, "check", "-q", path, "spam.example/after")
+		return code == 0
+	}, 10*time.Second, 10*time.Millisecond, "the key after the bad line is added while the feed runs")
+	require.NoError(t, in.Close())
+	var exit *exec.ExitError
+	require.ErrorAs(t, adder.Wait(), &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Contains(t, errOut.String(), "line 2: urlkey: not a URL with a host")
 }
 
 // drop-before --older-than retires by age, ids being the Unix seconds add

@@ -114,7 +114,7 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 		"https://docs.example.org/getting-started",     // never reported
 		"https://cheap-hosting.example/pricing",        // the hoster itself was not reported
 	} {
-		results, badLine, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, withRollup)
+		results, badLine, err := checkKeys(localChecker{f}, []keyItem{{key: url}}, withRollup, nil)
 		if err := errors.Join(badLine, err); err != nil {
 			return err
 		}

@@ -1,9 +1,9 @@
 // Command tallybloom works with tallybloom filter files from the shell.
 //
 //	tallybloom create FILE --capacity N --error-rate P [--tightening R] [--growth G] [--seed S] [--fixed] [--counters-only]
-//	tallybloom add    FILE [--id N | --with-ids] [--url] [KEY ...]
-//	tallybloom remove FILE [--id N | --with-ids] [--url] [KEY ...]
-//	tallybloom check  FILE [-q] [--json] [--url | --rollup] [KEY ...]
+//	tallybloom add    FILE [--id N | --with-ids] [--url] [-k] [KEY ...]
+//	tallybloom remove FILE [--id N | --with-ids] [--url] [-k] [KEY ...]
+//	tallybloom check  FILE [-q] [--json] [--url | --rollup] [-k] [KEY ...]
 //	tallybloom stats  FILE [--json]
 //	tallybloom verify FILE
 //	tallybloom drop-before FILE {ID | --older-than AGE}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tallybloom/tallybloom/urlkey"
 )
 
@@ -26,6 +28,37 @@ type keyItem struct {
 type keyOptions struct {
 	withIDs bool // lines are ID<TAB>KEY
 	asURL   bool // keys are URLs stored in canonical form
+	// skip, if set, is given each line that cannot be read as a key (not
+	// ID<TAB>KEY, not a URL), which is then left out while the reading
+	// goes on (--keep-going); without it such a line ends the reading.
+	skip func(error)
+}
+
+// lineSkipper reports each line --keep-going leaves out, one line on
+// standard error, and counts them.
+type lineSkipper struct {
+	report func(line string)
+	lines  int
+}
+
+func (s *lineSkipper) skip(err error) {
+	s.lines++
+	s.report(fmt.Sprintf("tallybloom: %v: left out", err))
+}
+
+// err ends a command that left lines out with exit 2, after its work, as
+// make -k does: done says what became of the other keys.
+func (s *lineSkipper) err(done string) error {
+	if s.lines == 0 {
+		return nil
+	}
+	return &exitCode{code: exitError, err: fmt.Errorf("%s left out, reported above (--keep-going); %s", counted(s.lines, "line"), done)}
+}
+
+// keepGoingFlag registers --keep-going on cmd.
+func keepGoingFlag(cmd *cobra.Command, keepGoing *bool) {
+	cmd.Flags().BoolVarP(keepGoing, "keep-going", "k", false,
+		"report a line that is not a key (not a URL, not ID<TAB>KEY), leave it out and go on; exit 2 at the end")
 }
 
 // eachKey calls fn for each key of args or, with no args, of each line of
@@ -38,14 +71,14 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 			idText, key, ok := strings.Cut(text, "\t")
 			id, err := strconv.ParseUint(idText, 10, 64)
 			if !ok || err != nil {
-				return fmt.Errorf("line %d: want ID<TAB>KEY, got %q", line, clip(text))
+				return opts.unreadable(fmt.Errorf("line %d: want ID<TAB>KEY, got %q", line, clip(text)))
 			}
 			item.id, item.key = id, key
 		}
 		if opts.asURL {
 			canonical, err := urlkey.Canonical(item.key)
 			if err != nil {
-				return fmt.Errorf("line %d: %w", line, err)
+				return opts.unreadable(fmt.Errorf("line %d: %w", line, err))
 			}
 			item.key = canonical
 		}
@@ -82,6 +115,16 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 	case err != nil:
 		return fmt.Errorf("reading keys: %w", err)
 	}
+	return nil
+}
+
+// unreadable is what becomes of a line that cannot be read as a key: err,
+// which ends the reading, or, with skip, nothing.
+func (opts keyOptions) unreadable(err error) error {
+	if opts.skip == nil {
+		return err
+	}
+	opts.skip(err)
 	return nil
 }
 

@@ -64,6 +64,15 @@ func (p *progress) reader(r io.Reader) io.Reader {
 	return &reader
 }
 
+// note prints a line of its own, clearing the bar first, which draws
+// itself again below it at its next step.
+func (p *progress) note(line string) {
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintln(p.out, line)
+}
+
 // counted is n and noun, in the plural unless n is 1.
 func counted[N int | int64 | uint64](n N, noun string) string {
 	if n == 1 {
