@@ -13,7 +13,7 @@
 //	tallybloom mirror push FILE --redis URL --name NAME [--follow] [--cluster]
 //	tallybloom mirror pull FILE --redis URL --name NAME [--cluster] [--presence-bits | --counters-only]
 //	tallybloom mirror stats --redis URL --name NAME [--cluster] [--json]
-//	tallybloom check --redis URL --name NAME [-q] [--json] [--url | --rollup] [KEY ...]
+//	tallybloom check --redis URL --name NAME [-q] [--json] [--url | --rollup] [-k] [KEY ...]
 //	tallybloom --version
 //
 // Where --redis is left out, the Redis URL comes from the environment
