@@ -32,17 +32,21 @@ func newKeyProgress(stderr io.Writer, what string, total int64) *progress {
 func startProgress(stderr io.Writer, what string, total int64, inBytes bool) *progress {
 	p := &progress{out: stderr, start: time.Now()}
 	if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
-		p.bar = progressbar.NewOptions64(total,
+		options := []progressbar.Option{
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(what),
 			progressbar.OptionShowBytes(inBytes),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("keys"),
 			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionThrottle(100 * time.Millisecond),
 			progressbar.OptionClearOnFinish(),
-		)
+		}
+		if !inBytes {
+			// Steps of keys get a rate of keys; steps of bytes show a rate
+			// of bytes already, and one of "keys" would count bytes.
+			options = append(options, progressbar.OptionShowIts(), progressbar.OptionSetItsString("keys"))
+		}
+		p.bar = progressbar.NewOptions64(total, options...)
 	}
 	return p
 }
