@@ -185,19 +185,20 @@ func checkKeys(c batchChecker, items []keyItem, form checkForm, skip func(error)
 	spans := make([][2]int, 0, len(items)) // each checked item's candidates in keys
 	for _, item := range items {
 		candidates := []string{item.key}
+		var notURL error
 		switch form {
 		case withRollup:
-			candidates, err = urlkey.Rollup(item.key)
+			candidates, notURL = urlkey.Rollup(item.key)
 		case asURLs:
-			candidates[0], err = urlkey.Canonical(item.key)
+			candidates[0], notURL = urlkey.Canonical(item.key)
 		}
-		if err != nil {
-			err = fmt.Errorf("line %d: %w", item.line, err)
+		if notURL != nil {
+			notURL = fmt.Errorf("line %d: %w", item.line, notURL)
 			if skip == nil {
-				badLine = err
+				badLine = notURL
 				break
 			}
-			skip(err)
+			skip(notURL)
 			continue
 		}
 		checked = append(checked, item)
