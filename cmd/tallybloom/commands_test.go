@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -171,24 +170,11 @@ func TestKeepGoing(t *testing.T) {
 // are added while the feed still runs.
 func TestKeepGoingOnAFeed(t *testing.T) {
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
-	adder := exec.Command(binary, "add", "--url", "-k", path)
-	in, err := adder.StdinPipe()
-	require.NoError(t, err)
-	var errOut strings.Builder
-	adder.Stderr = &errOut
-	require.NoError(t, adder.Start())
-	defer adder.Process.Kill()
-	_, err = in.Write([]byte("spam.example/before\nhttp:///\nspam.example/after\n"))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		_, _, code := tallybloom(t, "check", "-q", path, "spam.example/after")
-		return code == 0
-	}, 10*time.Second, 10*time.Millisecond, "the key after the bad line is added while the feed runs")
-	require.NoError(t, in.Close())
-	var exit *exec.ExitError
-	require.ErrorAs(t, adder.Wait(), &exit)
-	assert.Equal(t, 2, exit.ExitCode())
-	assert.Contains(t, errOut.String(), "line 2: urlkey: not a URL with a host")
+	adder := startFeed(t, "add", "--url", "-k", path)
+	adder.write(t, "spam.example/before\nhttp:///\nspam.example/after\n")
+	waitForKey(t, path, "spam.example/after", "the key after the bad line is added while the feed runs")
+	assert.Equal(t, 2, adder.end(t))
+	assert.Contains(t, adder.stderr.String(), "line 2: urlkey: not a URL with a host")
 }
 
 // drop-before --older-than retires by age, ids being the Unix seconds add
