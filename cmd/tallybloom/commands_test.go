@@ -166,17 +166,6 @@ func TestKeepGoing(t *testing.T) {
 	assert.Equal(t, "absent\tspam.example/d\n", out)
 }
 
-// A feed that stays open is not stopped by a bad line: the keys after it
-// are added while the feed still runs.
-func TestKeepGoingOnAFeed(t *testing.T) {
-	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
-	adder := startFeed(t, "add", "--url", "-k", path)
-	adder.write(t, "spam.example/before\nhttp:///\nspam.example/after\n")
-	waitForKey(t, path, "spam.example/after", "the key after the bad line is added while the feed runs")
-	assert.Equal(t, 2, adder.end(t))
-	assert.Contains(t, adder.stderr.String(), "line 2: urlkey: not a URL with a host")
-}
-
 // drop-before --older-than retires by age, ids being the Unix seconds add
 // gives by default, and refuses a filter whose ids are not.
 func TestDropBeforeOlderThan(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,52 +66,6 @@ func tallybloomWithin(t *testing.T, limit time.Duration, stdin string, args ...s
 	}
 	require.NoError(t, err)
 	return out.String(), errOut.String(), 0
-}
-
-// feed is a tallybloom command reading keys from a pipe the test writes
-// to, as from tail -F: it runs until end closes the pipe.
-type feed struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	stderr strings.Builder // read only after end
-}
-
-func startFeed(t *testing.T, args ...string) *feed {
-	t.Helper()
-	f := &feed{cmd: exec.Command(binary, args...)}
-	in, err := f.cmd.StdinPipe()
-	require.NoError(t, err)
-	f.in, f.cmd.Stderr = in, &f.stderr
-	require.NoError(t, f.cmd.Start())
-	t.Cleanup(func() { _ = f.cmd.Process.Kill() })
-	return f
-}
-
-func (f *feed) write(t *testing.T, lines string) {
-	t.Helper()
-	_, err := io.WriteString(f.in, lines)
-	require.NoError(t, err)
-}
-
-// end closes the pipe and returns the command's exit code.
-func (f *feed) end(t *testing.T) int {
-	t.Helper()
-	require.NoError(t, f.in.Close())
-	err := f.cmd.Wait()
-	if exit, ok := err.(*exec.ExitError); ok {
-		return exit.ExitCode()
-	}
-	require.NoError(t, err)
-	return 0
-}
-
-// waitForKey waits until check finds key in the filter at path.
-func waitForKey(t *testing.T, path, key, why string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		_, _, code := tallybloom(t, "check", "-q", path, key)
-		return code == 0
-	}, 10*time.Second, 10*time.Millisecond, why)
 }
 
 func filterFile(t *testing.T) string {

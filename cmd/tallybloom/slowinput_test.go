@@ -108,6 +108,19 @@ func TestKeysFedSlowlyAreActedOnAsTheyCome(t *testing.T) {
 	assert.Equal(t, 1, check.exitCode(t))
 }
 
+// A feed that stays open is not stopped by a bad line under --keep-going:
+// the keys after it are added while the feed still runs.
+func TestKeepGoingOnAFeed(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	add := start(t, "add", "--url", "-k", path)
+	_, err := io.WriteString(add.in, "spam.example/before\nhttp:///\nspam.example/after\n")
+	require.NoError(t, err)
+	eventuallyPresent(t, path, "spam.example/after") // while add still reads
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 2, add.exitCode(t))
+	assert.Contains(t, add.errOut.String(), "line 2: urlkey: not a URL with a host")
+}
+
 // add and remove, interrupted, change every key they read before they end,
 // say how many, and exit 130 (or 143 for SIGTERM).
 func TestAnInterruptedAddKeepsWhatItRead(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,9 +15,10 @@ import (
 // a lock; elsewhere both stay silent.)
 func TestTheWriterIsNamed(t *testing.T) {
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
-	adder := startFeed(t, "add", path)
-	adder.write(t, "first\n")
-	waitForKey(t, path, "first", "the adder holds the file once it has added a key")
+	adder := start(t, "add", path)
+	_, err := io.WriteString(adder.in, "first\n")
+	require.NoError(t, err)
+	eventuallyPresent(t, path, "first") // the adder holds the file
 	pid := adder.cmd.Process.Pid
 
 	out, errOut, code := tallybloom(t, "stats", path)
@@ -31,7 +33,8 @@ func TestTheWriterIsNamed(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, fmt.Sprintf("file is locked by another writer: %s (process %d, tallybloom, holds it)", path, pid))
 
-	require.Equal(t, 0, adder.end(t))
+	require.NoError(t, adder.in.Close())
+	require.Equal(t, 0, adder.exitCode(t))
 	out, _, _ = tallybloom(t, "stats", path)
 	assert.NotContains(t, out, "writer")
 	out, _, _ = tallybloom(t, "stats", "--json", path)
