@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 	"github.com/tallybloom/tallybloom/engine"
 )
 
-// changeCommand is add or remove: they read keys and ids alike.
+// changeCommand is add, remove or dedupe: they read keys and ids alike.
 func changeCommand(verb string) *cobra.Command {
 	var (
 		id        uint64
@@ -24,8 +25,9 @@ func changeCommand(verb string) *cobra.Command {
 		keepGoing bool
 	)
 	cmd := &cobra.Command{
-		Use:   verb + " FILE [KEY ...]",
-		Short: map[string]string{"add": "Add keys", "remove": "Remove keys added before, with their ids"}[verb],
+		Use: verb + " FILE [KEY ...]",
+		Short: map[string]string{"add": "Add keys", "remove": "Remove keys added before, with their ids",
+			"dedupe": "Print the lines whose key is new, and add it"}[verb],
 		Long: `With no KEY arguments, keys are read from standard input, one a line
 (blank lines are skipped), streaming: the keys read are changed before the
 command waits for more, so keys fed slowly (tail -f) take effect as they
@@ -46,6 +48,14 @@ it is reported and left out, the command goes on, and exits 2 at the end.` + map
 Remove only keys that were added, with the id they were added with: removing
 a key never added can remove other keys too (in any counting Bloom filter).
 Exits 1 when some key was not found (nothing changed for it).`,
+			"dedupe": `
+
+dedupe prints each line (or KEY) whose key the filter did not hold, and adds
+the key, in one step (TestAndAdd): the lines seen for the first time, as
+far as the filter can tell. A new key that is a false positive is taken for
+one seen before, at the filter's error rate. It is a uniq that remembers
+across runs, for a click log, say: tail -F clicks | tallybloom dedupe
+--with-ids clicks.tb > first-clicks.`,
 		}[verb],
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
@@ -87,11 +97,14 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 	}
 	before := f.Stats()
 	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
+	if verb == "dedupe" {
+		batch.unique = bufio.NewWriter(cmd.OutOrStdout())
+	}
 	// Keys are changed a group at a time, and before each wait for more
 	// input, so that keys fed slowly take effect as they come.
 	reader := newKeyReader(p.reader(in), batch.flush)
 	var signalled atomic.Int32
-	past := map[string]string{"add": "added", "remove": "removed"}[verb]
+	past := map[string]string{"add": "added", "remove": "removed", "dedupe": "added"}[verb]
 	// finish changes the keys read, closes the file and sums up.
 	finish := func(err error) error {
 		// The keys read before a bad line are changed, as one at a time
@@ -108,11 +121,16 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		case closeErr != nil:
 			return closeErr
 		}
-		if verb == "add" {
+		switch verb {
+		case "add":
 			p.summary("added %s (%d new)", counted(p.keys, "key"), batch.fresh)
-			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
-		} else {
+		case "dedupe":
+			p.summary("read %s, %d new (printed and added)", counted(p.keys, "key"), batch.fresh)
+		default:
 			p.summary("removed %s (%d not found)", counted(p.keys-batch.notFound, "key"), batch.notFound)
+		}
+		if verb != "remove" {
+			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
 		}
 		switch {
 		case stopped:
@@ -164,6 +182,10 @@ const changeGroup = 1024
 type changer struct {
 	f      *engine.Filter
 	remove bool
+	// unique, for dedupe, is where the lines of new keys go: each key is
+	// tested and added in one step, in order, so that a key repeated
+	// within a group is new only the first time.
+	unique *bufio.Writer
 	items  []keyItem
 	keys   [][]byte
 	ids    []uint64
@@ -189,6 +211,9 @@ func (c *changer) change(k keyItem) error {
 func (c *changer) flush() error {
 	if len(c.items) == 0 {
 		return nil
+	}
+	if c.unique != nil {
+		return c.dedupe()
 	}
 	c.keys, c.ids = c.keys[:0], c.ids[:0]
 	for _, k := range c.items {
@@ -225,6 +250,24 @@ func (c *changer) flush() error {
 	}
 	c.items = c.items[:0]
 	return err
+}
+
+// dedupe tests and adds the group's keys one by one, printing the lines of
+// the new ones, and writes them out before the command waits for more.
+func (c *changer) dedupe() error {
+	defer func() { c.items = c.items[:0] }()
+	for _, k := range c.items {
+		held, err := c.f.TestAndAddString(k.key, k.id)
+		if err != nil {
+			return errors.Join(fmt.Errorf("line %d: %w", k.line, err), c.unique.Flush())
+		}
+		if !held {
+			c.fresh++
+			c.unique.WriteString(k.text)
+			c.unique.WriteByte('\n')
+		}
+	}
+	return c.unique.Flush()
 }
 
 // warnOverfilled tells of each sub-filter this run added keys to past its

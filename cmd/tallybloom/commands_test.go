@@ -166,6 +166,31 @@ func TestKeepGoing(t *testing.T) {
 	assert.Equal(t, "absent\tspam.example/d\n", out)
 }
 
+// dedupe prints the lines whose key is new and adds the key: within a
+// run, across runs, as URLs and with ids.
+func TestDedupe(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.001")
+	out, errOut, code := tallybloomIn(t, "a\nb\na\nc\nb\n", "dedupe", "--id", "1", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "a\nb\nc\n", out)
+	assert.Contains(t, errOut, "read 5 keys, 3 new (printed and added)")
+
+	out, _, code = tallybloomIn(t, "a\nd\n", "dedupe", "--id", "1", path)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "d\n", out, "remembered across runs")
+	out, _, _ = tallybloom(t, "dedupe", "--id", "1", path, "d", "e", "e")
+	assert.Equal(t, "e\n", out)
+
+	// The line is printed as given; the key is what --url and --with-ids
+	// make of it.
+	out, _, _ = tallybloomIn(t, "HTTP://Spam.Example/x?ref=1\nspam.example/y/../x\n", "dedupe", "--url", "--id", "1", path)
+	assert.Equal(t, "HTTP://Spam.Example/x?ref=1\n", out)
+	out, _, _ = tallybloomIn(t, "5\tclick-1\n6\tclick-1\n7\tclick-2\n", "dedupe", "--with-ids", path)
+	assert.Equal(t, "5\tclick-1\n7\tclick-2\n", out)
+	out, _, code = tallybloom(t, "check", path, "a", "e", "spam.example/x", "click-1", "click-2")
+	assert.Equal(t, 0, code, "every new key was added: %s", out)
+}
+
 // drop-before --older-than retires by age, ids being the Unix seconds add
 // gives by default, and refuses a filter whose ids are not.
 func TestDropBeforeOlderThan(t *testing.T) {

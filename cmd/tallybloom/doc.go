@@ -4,6 +4,7 @@
 //	tallybloom add    FILE [--id N | --with-ids] [--url] [-k] [KEY ...]
 //	tallybloom remove FILE [--id N | --with-ids] [--url] [-k] [KEY ...]
 //	tallybloom check  FILE [-q] [--json] [--url | --rollup] [-k] [KEY ...]
+//	tallybloom dedupe FILE [--id N | --with-ids] [--url] [-k] [KEY ...]
 //	tallybloom stats  FILE [--json]
 //	tallybloom verify FILE
 //	tallybloom drop-before FILE {ID | --older-than AGE}

@@ -21,7 +21,8 @@ const maxLine = 1 << 20
 type keyItem struct {
 	key  string
 	id   uint64
-	line int // 1-based line of standard input, or argument number
+	line int    // 1-based line of standard input, or argument number
+	text string // the line or argument as given, which dedupe prints
 }
 
 // keyOptions say how key lines are read.
@@ -66,7 +67,7 @@ func keepGoingFlag(cmd *cobra.Command, keepGoing *bool) {
 // skipped (an empty key can be given as an argument).
 func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) error) error {
 	parse := func(text string, line int) error {
-		item := keyItem{key: text, line: line}
+		item := keyItem{key: text, line: line, text: text}
 		if opts.withIDs {
 			idText, key, ok := strings.Cut(text, "\t")
 			id, err := strconv.ParseUint(idText, 10, 64)

@@ -67,7 +67,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError(cmd, err)
 	})
-	root.AddCommand(createCommand(), changeCommand("add"), changeCommand("remove"), checkCommand(),
+	root.AddCommand(createCommand(), changeCommand("add"), changeCommand("remove"), changeCommand("dedupe"), checkCommand(),
 		statsCommand(), verifyCommand(), dropBeforeCommand(), exportCommand(), importCommand(), demoCommand(), mirrorCommand())
 	// An error before a command's body runs (a required flag, flags that
 	// exclude each other, an unknown command) is a usage error.

@@ -121,6 +121,20 @@ func TestKeepGoingOnAFeed(t *testing.T) {
 	assert.Contains(t, add.errOut.String(), "line 2: urlkey: not a URL with a host")
 }
 
+// dedupe on a feed prints each new line before it waits for more input.
+func TestDedupeOnAFeed(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.001")
+	dedupe := start(t, "dedupe", path)
+	for _, step := range []struct{ in, out string }{{"x\nx\n", "x"}, {"x\ny\n", "y"}} {
+		_, err := io.WriteString(dedupe.in, step.in)
+		require.NoError(t, err)
+		assert.Equal(t, step.out, dedupe.next(t), "printed before the next key comes")
+	}
+	require.NoError(t, dedupe.in.Close())
+	assert.Equal(t, 0, dedupe.exitCode(t), dedupe.errOut.String())
+	assert.Contains(t, dedupe.errOut.String(), "read 4 keys, 2 new")
+}
+
 // add and remove, interrupted, change every key they read before they end,
 // say how many, and exit 130 (or 143 for SIGTERM).
 func TestAnInterruptedAddKeepsWhatItRead(t *testing.T) {
