@@ -11,13 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestASecondLockIsRefusedUntilTheFirstGoes(t *testing.T) {
+// twoOpenFiles opens one new file twice: two open file descriptions,
+// whose locks exclude each other as two processes' do.
+func twoOpenFiles(t *testing.T) (first, second *os.File) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	first, err := os.Create(path)
 	require.NoError(t, err)
-	second, err := os.Open(path)
+	t.Cleanup(func() { _ = first.Close() })
+	second, err = os.Open(path)
 	require.NoError(t, err)
-	defer second.Close()
+	t.Cleanup(func() { _ = second.Close() })
+	return first, second
+}
+
+func TestASecondLockIsRefusedUntilTheFirstGoes(t *testing.T) {
+	first, second := twoOpenFiles(t)
 
 	require.NoError(t, Lock(first))
 	assert.ErrorIs(t, Lock(second), ErrHeld, "another open file of the same file")

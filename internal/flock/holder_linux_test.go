@@ -11,13 +11,7 @@ import (
 )
 
 func TestHolderNamesTheProcessHoldingTheLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	holder, err := os.Create(path)
-	require.NoError(t, err)
-	defer holder.Close()
-	other, err := os.Open(path)
-	require.NoError(t, err)
-	defer other.Close()
+	holder, other := twoOpenFiles(t)
 
 	pid, _ := Holder(other)
 	assert.Zero(t, pid, "nobody holds the lock yet")
