@@ -3,7 +3,9 @@ package flock
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,26 +26,60 @@ func Holder(file *os.File) (pid int, name string) {
 	if !ok {
 		return 0, ""
 	}
-	dev := uint64(st.Dev) // uint32 on some Linux platforms
-	inode := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
 	locks, err := os.Open("/proc/locks")
 	if err != nil {
 		return 0, ""
 	}
 	defer locks.Close()
+	if pid = holderIn(locks, st, hasOpen); pid == 0 {
+		return 0, ""
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return pid, strings.TrimSpace(string(comm))
+}
+
+// holderIn finds, in a listing of /proc/locks, the pid holding a flock on
+// the file st describes. A lock is listed by the device of its inode's file
+// system and the inode's number; some file systems (btrfs subvolumes,
+// overlayfs) give stat another device than the listing, so a lock of the
+// same inode number on another device counts where opens, asked, says that
+// its process has the file open.
+func holderIn(locks io.Reader, st *syscall.Stat_t, opens func(pid int, st *syscall.Stat_t) bool) int {
+	dev := uint64(st.Dev) // uint32 on some Linux platforms
+	exact := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
+	number := fmt.Sprintf(":%d", st.Ino)
 	lines := bufio.NewScanner(locks)
 	for lines.Scan() {
 		// "1: FLOCK  ADVISORY  WRITE 1234 fe:00:9979570 0 EOF"; a lock
 		// waited for has "->" after the number, and Lock never waits.
 		f := strings.Fields(lines.Text())
-		if len(f) < 6 || f[1] != "FLOCK" || f[5] != inode {
+		if len(f) < 6 || f[1] != "FLOCK" || !strings.HasSuffix(f[5], number) {
 			continue
 		}
-		if pid, err = strconv.Atoi(f[4]); err != nil || pid <= 0 {
-			return 0, ""
+		pid, err := strconv.Atoi(f[4])
+		if err != nil || pid <= 0 {
+			continue
 		}
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		return pid, strings.TrimSpace(string(comm))
+		if f[5] == exact || opens(pid, st) {
+			return pid
+		}
 	}
-	return 0, ""
+	return 0
+}
+
+// hasOpen reports whether process pid has the file st describes open, as
+// far as this process may look at its descriptors.
+func hasOpen(pid int, st *syscall.Stat_t) bool {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		var other syscall.Stat_t
+		if syscall.Stat(filepath.Join(fds, e.Name()), &other) == nil && other.Dev == st.Dev && other.Ino == st.Ino {
+			return true
+		}
+	}
+	return false
 }
