@@ -40,14 +40,16 @@ func Holder(file *os.File) (pid int, name string) {
 
 // holderIn finds, in a listing of /proc/locks, the pid holding a flock on
 // the file st describes. A lock is listed by the device of its inode's file
-// system and the inode's number; some file systems (btrfs subvolumes,
-// overlayfs) give stat another device than the listing, so a lock of the
-// same inode number on another device counts where opens, asked, says that
-// its process has the file open.
+// system and the inode's number, and the listing's device is taken first.
+// Some file systems (btrfs subvolumes, overlayfs) give stat another device
+// than the listing; failing a match, a lock of the same inode number on
+// another device counts where opens, asked, says that its process has the
+// file open. This process is never taken so: it has the file open to ask.
 func holderIn(locks io.Reader, st *syscall.Stat_t, opens func(pid int, st *syscall.Stat_t) bool) int {
 	dev := uint64(st.Dev) // uint32 on some Linux platforms
 	exact := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
 	number := fmt.Sprintf(":%d", st.Ino)
+	var elsewhere []int // holders of the inode's number on another device
 	lines := bufio.NewScanner(locks)
 	for lines.Scan() {
 		// "1: FLOCK  ADVISORY  WRITE 1234 fe:00:9979570 0 EOF"; a lock
@@ -57,10 +59,16 @@ func holderIn(locks io.Reader, st *syscall.Stat_t, opens func(pid int, st *sysca
 			continue
 		}
 		pid, err := strconv.Atoi(f[4])
-		if err != nil || pid <= 0 {
-			continue
+		switch {
+		case err != nil || pid <= 0:
+		case f[5] == exact:
+			return pid
+		case pid != os.Getpid():
+			elsewhere = append(elsewhere, pid)
 		}
-		if f[5] == exact || opens(pid, st) {
+	}
+	for _, pid := range elsewhere {
+		if opens(pid, st) {
 			return pid
 		}
 	}

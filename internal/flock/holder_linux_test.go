@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,7 +43,8 @@ func TestHolderNamesTheProcessHoldingTheLock(t *testing.T) {
 
 // A file system whose stat gives another device than /proc/locks still
 // has its holder found, by the inode's number and the holder's open files;
-// a process that does not have the file open is not taken for it.
+// a process that does not have the file open is not taken for it, nor is
+// this process, which has it open only to ask.
 func TestHolderInMatchesAcrossDevices(t *testing.T) {
 	file, _ := twoOpenFiles(t)
 	info, err := file.Stat()
@@ -51,19 +53,31 @@ func TestHolderInMatchesAcrossDevices(t *testing.T) {
 	dev := uint64(st.Dev)
 	exact := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
 	elsewhere := fmt.Sprintf("00:99:%d", st.Ino)
-	never := func(int, *syscall.Stat_t) bool { t.Error("asked about open files"); return false }
+	line := func(n int, kind string, pid int, inode string) string {
+		return fmt.Sprintf("%d: %s  ADVISORY  WRITE %d %s 0 EOF", n, kind, pid, inode)
+	}
 	listing := func(lines ...string) io.Reader { return strings.NewReader(strings.Join(lines, "\n") + "\n") }
-	me := os.Getpid()
+	never := func(int, *syscall.Stat_t) bool { t.Error("asked about open files"); return false }
+	// A child process that has the file open, as a holder elsewhere would.
+	child := exec.Command("sleep", "30")
+	child.ExtraFiles = []*os.File{file}
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	me, other := os.Getpid(), child.Process.Pid
 
-	assert.Equal(t, 4242, holderIn(listing("1: FLOCK  ADVISORY  WRITE 4242 "+exact+" 0 EOF"), st, never))
-	assert.Equal(t, me, holderIn(listing(fmt.Sprintf("1: FLOCK  ADVISORY  WRITE %d %s 0 EOF", me, elsewhere)), st, hasOpen),
-		"this process has the file open")
-	assert.Zero(t, holderIn(listing("1: FLOCK  ADVISORY  WRITE 1 "+elsewhere+" 0 EOF"), st, hasOpen),
+	assert.Equal(t, 4242, holderIn(listing(line(1, "FLOCK", 4242, exact)), st, never))
+	assert.Equal(t, 4242, holderIn(listing(line(1, "FLOCK", other, elsewhere), line(2, "FLOCK", 4242, exact)), st, never),
+		"the listing's own device first")
+	assert.Equal(t, other, holderIn(listing(line(1, "FLOCK", other, elsewhere)), st, hasOpen),
+		"a process with the file open")
+	assert.Zero(t, holderIn(listing(line(1, "FLOCK", 1, elsewhere)), st, hasOpen),
 		"process 1 does not have the file open")
+	assert.Zero(t, holderIn(listing(line(1, "FLOCK", me, elsewhere)), st, hasOpen),
+		"this process has it open only to ask")
 	assert.Zero(t, holderIn(listing(
-		"1: POSIX  ADVISORY  WRITE 4242 "+exact+" 0 EOF",               // not a flock
-		"2: -> FLOCK  ADVISORY  WRITE 4243 "+exact+" 0 EOF",            // waiting for one
-		"3: FLOCK  ADVISORY  WRITE -1 "+exact+" 0 EOF",                 // a holder this namespace cannot see
-		fmt.Sprintf("4: FLOCK  ADVISORY  WRITE 4244 %s1 0 EOF", exact), // another inode whose number ends the same
+		line(1, "POSIX", 4242, exact),     // not a flock
+		line(2, "-> FLOCK", 4243, exact),  // waiting for one
+		line(3, "FLOCK", -1, exact),       // a holder this namespace cannot see
+		line(4, "FLOCK", 4244, exact+"1"), // another inode whose number ends the same
 	), st, never))
 }
