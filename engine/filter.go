@@ -388,7 +388,10 @@ const (
 func (f *Filter) readState() (seqno.State, error) {
 	for attempt := 1; ; attempt++ {
 		state, err := seqno.DecodeState(f.page0[offState:])
-		if err == nil || !f.readOnly || attempt == stateAttempts || !writerRunning(f.path) {
+		if err == nil || !f.readOnly || attempt == stateAttempts {
+			return state, err
+		}
+		if running, _ := writer(f.path, false); !running {
 			return state, err
 		}
 		time.Sleep(statePause)

@@ -50,32 +50,29 @@ func VerifyWith(path string, opts *Options) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	if after := f.journal.MemSeq(); after != before || writerRunning(path) {
-		return fmt.Errorf("%w: %s: a writer was changing the file (sequence %d to %d) while verify read it%s, and what looked wrong may be its changes in flight; verify again with the writer stopped, or verify an export of the filter", ErrBusy, path, before, after, writerNamed(path))
+	running, who := writer(path, true)
+	if after := f.journal.MemSeq(); after != before || running {
+		return fmt.Errorf("%w: %s: a writer was changing the file (sequence %d to %d) while verify read it%s, and what looked wrong may be its changes in flight; verify again with the writer stopped, or verify an export of the filter", ErrBusy, path, before, after, who)
 	}
 	return fmt.Errorf("%w: %s: %d problem(s):\n  %s", ErrCorrupt, path, len(problems), strings.Join(problems, "\n  "))
 }
 
-// writerRunning reports whether a writer holds the file at path: whether
-// its lock is taken.
-func writerRunning(path string) bool {
+// writer reports whether a writer holds the file at path (whether its
+// lock is taken) and, if named is set and the system says, who:
+// lockHolder's words, which read the system's list of locks.
+func writer(path string, named bool) (running bool, who string) {
 	probe, err := mmapfile.Open(path, os.O_RDONLY, 0, nil)
 	if err != nil {
-		return false
+		return false, ""
 	}
 	defer probe.Close()
-	return errors.Is(probe.Lock(), mmapfile.ErrLocked)
-}
-
-// writerNamed says who holds the file at path, as lockHolder does, or
-// nothing.
-func writerNamed(path string) string {
-	probe, err := mmapfile.Open(path, os.O_RDONLY, 0, nil)
-	if err != nil {
-		return ""
+	if !errors.Is(probe.Lock(), mmapfile.ErrLocked) {
+		return false, ""
 	}
-	defer probe.Close()
-	return lockHolder(probe)
+	if named {
+		who = lockHolder(probe)
+	}
+	return true, who
 }
 
 // verify lists every inconsistency it finds, in words a person can act on.
