@@ -40,7 +40,7 @@ without scheme, port, user, query or fragment, with escapes, dot segments
 and backslashes undone (spam.example/x/../%77in is spam.example/win).
 
 A line that is not a key (not a URL with --url, not ID<TAB>KEY with
---with-ids) ends the command, the keys before it done. With --keep-going
+--with-ids, longer than 1 MiB) ends the command, the keys before it done. With --keep-going
 it is reported and left out, the command goes on, and exits 2 at the end.` + map[string]string{
 			"add": "",
 			"remove": `

@@ -873,7 +873,7 @@ func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {
 }
 
 // A key line longer than the reader takes names its line; the keys before
-// it stay added.
+// it stay added. With --keep-going, the keys after it are added too.
 func TestTooLongAKeyLineSaysWhich(t *testing.T) {
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
 	_, errOut, code := tallybloomIn(t, "a\n"+strings.Repeat("y", maxLine+1)+"\n", "add", "--id", "1", path)
@@ -883,6 +883,15 @@ func TestTooLongAKeyLineSaysWhich(t *testing.T) {
 	out, _, code := tallybloom(t, "check", path, "a")
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "present\ta\n", out)
+
+	// --keep-going passes over it and reads on.
+	_, errOut, code = tallybloomIn(t, "b\n"+strings.Repeat("y", 2*maxLine)+"\nc\n", "add", "-k", "--id", "1", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, fmt.Sprintf("line 2: longer than %d bytes, the longest key line read: left out", maxLine))
+	assert.Contains(t, errOut, "added 2 keys (2 new)")
+	out, _, code = tallybloom(t, "check", path, "b", "c")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "present\tb\npresent\tc\n", out)
 }
 
 // --version names the build and the formats it reads and writes.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +60,7 @@ func (s *lineSkipper) err(done string) error {
 // keepGoingFlag registers --keep-going on cmd.
 func keepGoingFlag(cmd *cobra.Command, keepGoing *bool) {
 	cmd.Flags().BoolVarP(keepGoing, "keep-going", "k", false,
-		"report a line that is not a key (not a URL, not ID<TAB>KEY), leave it out and go on; exit 2 at the end")
+		"report a line that is not a key (not a URL, not ID<TAB>KEY, over 1 MiB), leave it out and go on; exit 2 at the end")
 }
 
 // eachKey calls fn for each key of args or, with no args, of each line of
@@ -96,8 +97,13 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 	lines := bufio.NewScanner(in)
 	lines.Buffer(make([]byte, 64<<10), maxLine)
 	lines.Split(in.split)
+	in.passLong = opts.skip != nil
 	n := 1
 	for ; lines.Scan(); n++ {
+		if in.long {
+			opts.skip(tooLong(n))
+			continue
+		}
 		text := strings.TrimSuffix(lines.Text(), "\r")
 		if strings.TrimSpace(text) == "" {
 			continue
@@ -108,7 +114,7 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 	}
 	switch err := lines.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
-		return fmt.Errorf("line %d: longer than %d bytes, the longest key line read", n, maxLine)
+		return tooLong(n)
 	case errors.Is(err, errStopped):
 		return errStopped
 	case in.idleErr != nil:
@@ -117,6 +123,10 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 		return fmt.Errorf("reading keys: %w", err)
 	}
 	return nil
+}
+
+func tooLong(line int) error {
+	return fmt.Errorf("line %d: longer than %d bytes, the longest key line read", line, maxLine)
 }
 
 // unreadable is what becomes of a line that cannot be read as a key: err,
@@ -142,6 +152,13 @@ type keyReader struct {
 	idle    func() error
 	idleErr error // what idle returned, which ended the reading
 	ended   bool  // in said io.EOF: a partial last line is the last key
+
+	// passLong (--keep-going) makes a line longer than maxLine a token
+	// of its own, its bytes passed over as they come and never held,
+	// where without it the scanner fails on such a line.
+	passLong bool
+	inLong   bool // in such a line: its bytes up to the newline are dropped
+	long     bool // the token last split off is such a line, without its text
 
 	mu      sync.Mutex
 	waiting bool // in a read of in, every key before it acted on
@@ -189,9 +206,31 @@ func (r *keyReader) stop() (waiting bool) {
 
 // split is bufio.ScanLines, but a partial last line is a key only at the
 // input's end: when the reading ends otherwise (a stop, a failed read, a
-// change that failed) it is cut short, and dropped.
+// change that failed) it is cut short, and dropped. With passLong, a line
+// longer than maxLine becomes an empty token with long set.
 func (r *keyReader) split(data []byte, atEOF bool) (int, []byte, error) {
-	return bufio.ScanLines(data, atEOF && r.ended)
+	atEnd := atEOF && r.ended
+	r.long = false
+	if r.inLong {
+		i := bytes.IndexByte(data, '\n')
+		switch {
+		case i >= 0:
+			r.inLong, r.long = false, true
+			return i + 1, []byte{}, nil
+		case atEnd:
+			r.inLong, r.long = false, true
+			return len(data), []byte{}, nil
+		case atEOF:
+			return 0, nil, nil // cut short
+		}
+		return len(data), nil, nil
+	}
+	advance, token, err := bufio.ScanLines(data, atEnd)
+	if r.passLong && advance == 0 && token == nil && len(data) >= maxLine {
+		r.inLong = true
+		return len(data), nil, nil
+	}
+	return advance, token, err
 }
 
 func clip(s string) string {
