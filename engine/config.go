@@ -19,6 +19,11 @@ const (
 	DefaultFileMode   = fs.FileMode(0o644)
 )
 
+// MaxSubFilters is the most sub-filters a chain retains. An add that needs
+// one more gets ErrChainFull until DropBefore retires some: a chain of
+// Growth 1 that opens one a day holds 64 days.
+const MaxSubFilters = scaling.MaxSubFilters
+
 // Config is the set of parameters persisted in the file at creation. They
 // never change for the life of the file.
 type Config struct {

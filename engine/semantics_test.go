@@ -213,9 +213,9 @@ func TestDropBeforeGivesDiskSpaceBack(t *testing.T) {
 // again once DropBefore has made room.
 func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 2, ErrorRate: 0.01, Growth: 1, Seed: 3})
-	next := fillChain(t, f, scaling.MaxSubFilters, 0)
+	next := fillChain(t, f, MaxSubFilters, 0)
 	before := f.Stats()
-	require.Len(t, before.SubFilters, scaling.MaxSubFilters)
+	require.Len(t, before.SubFilters, MaxSubFilters)
 
 	err := f.Add(key(next), next)
 	require.ErrorIs(t, err, ErrChainFull)
@@ -237,7 +237,7 @@ func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NoError(t, f.Add(key(next+1), next+1))
-	assert.Len(t, f.Stats().SubFilters, scaling.MaxSubFilters)
+	assert.Len(t, f.Stats().SubFilters, MaxSubFilters)
 	require.NoError(t, f.Close())
 	require.NoError(t, Verify(f.Path()))
 }

@@ -507,6 +507,58 @@ func TestStatsJSON(t *testing.T) {
 	assert.NotContains(t, out, "added (UTC)", "ids that are not Unix seconds are not shown as times")
 }
 
+// fullChain is a file of growth 1 whose chain holds all the sub-filters it
+// can, each holding one key, with ids 1 to MaxSubFilters.
+func fullChain(t *testing.T) string {
+	t.Helper()
+	path := newFile(t, "--capacity", "1", "--error-rate", "0.01", "--growth", "1")
+	lines := ""
+	for id := 1; id <= engine.MaxSubFilters; id++ {
+		lines += fmt.Sprintf("%d\tkey-%d\n", id, id)
+	}
+	_, errOut, code := tallybloomIn(t, lines, "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	return path
+}
+
+// stats warns of a chain that holds all the sub-filters it can, before the
+// add that fails for it, and stops once drop-before made room.
+func TestStatsWarnsOfAFullChain(t *testing.T) {
+	path := fullChain(t)
+	var s statsJSON
+	out, _, code := tallybloom(t, "stats", "--json", path)
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Len(t, s.SubFilters, engine.MaxSubFilters)
+	assert.Equal(t, engine.MaxSubFilters, s.MaxSubFilters)
+	assert.True(t, s.ChainFull)
+	out, _, _ = tallybloom(t, "stats", path)
+	assert.Contains(t, out, "in 64 sub-filters (at most 64)")
+	assert.Contains(t, out, "warning     the chain holds all 64 sub-filters it can: once the newest is full, adds fail until drop-before retires old ones\n")
+
+	_, errOut, code := tallybloom(t, "add", "--id", "100", path, "one-more")
+	assert.Equal(t, 2, code, "the add the warning foretold")
+	assert.Contains(t, errOut, "chain full")
+
+	_, errOut, code = tallybloom(t, "drop-before", path, "10")
+	require.Equal(t, 0, code, errOut)
+	out, _, _ = tallybloom(t, "stats", "--json", path)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.False(t, s.ChainFull)
+	out, _, _ = tallybloom(t, "stats", path)
+	assert.NotContains(t, out, "warning")
+	_, errOut, code = tallybloom(t, "add", "--id", "100", path, "one-more")
+	assert.Equal(t, 0, code, errOut)
+
+	fixed := newFile(t, "--capacity", "1", "--error-rate", "0.01", "--fixed")
+	out, _, _ = tallybloom(t, "stats", "--json", fixed)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, 1, s.MaxSubFilters, "a fixed filter never grows")
+	assert.False(t, s.ChainFull)
+	out, _, _ = tallybloom(t, "stats", fixed)
+	assert.Contains(t, out, "in 1 sub-filter, presence bits")
+}
+
 // A filter overfilled until every counter is non-zero still has stats, in
 // text and in JSON, which cannot encode an infinite estimate.
 func TestStatsOfASaturatedFilter(t *testing.T) {

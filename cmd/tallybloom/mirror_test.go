@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tallybloom/tallybloom/engine"
 	"github.com/tallybloom/tallybloom/internal/redistest"
 )
 
@@ -434,6 +435,23 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	_, errOut, code = tallybloom(t, "mirror", "stats", "--redis", s.URL(), "--name", "nothing")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no copy of the filter in Redis")
+}
+
+// mirror stats warns of a copy whose chain holds all the sub-filters it
+// can, as stats does of the file.
+func TestMirrorStatsWarnsOfAFullChain(t *testing.T) {
+	s := redistest.StartServer(t)
+	remote := []string{"--redis", s.URL(), "--name", "full"}
+	_, errOut, code := tallybloom(t, append([]string{"mirror", "push", fullChain(t)}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "in 64 sub-filters (at most 64)\nwarning     the chain holds all 64 sub-filters it can")
+	out, _, _ = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
+	var held copyJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &held))
+	assert.Equal(t, engine.MaxSubFilters, held.MaxSubFilters)
+	assert.True(t, held.ChainFull)
 }
 
 // Two mirror push --follow of different files under one name do not take

@@ -24,15 +24,16 @@ type copyJSON struct {
 	WriterForMS int64  `json:"writer_for_ms"`
 	Pending     uint64 `json:"pending_generation"`
 	paramsJSON
-	Count        uint64          `json:"count"`
-	CounterBytes uint64          `json:"counter_bytes"`
-	SubFilters   []subFilterJSON `json:"sub_filters"`
+	Count        uint64 `json:"count"`
+	CounterBytes uint64 `json:"counter_bytes"`
+	chainJSON
+	SubFilters []subFilterJSON `json:"sub_filters"`
 }
 
 func copyOf(name string, d mirror.Description) copyJSON {
 	j := copyJSON{Name: name, Live: d.Live, Generation: d.Generation, Seq: d.Seq, PartBytes: d.PartBytes,
 		Writer: d.Writer, WriterForMS: d.WriterFor.Milliseconds(), Pending: d.Pending,
-		paramsJSON: paramsOf(d.Config), SubFilters: []subFilterJSON{}}
+		paramsJSON: paramsOf(d.Config), SubFilters: []subFilterJSON{}, chainJSON: chainOf(d.Config, len(d.SubFilters))}
 	for _, sub := range d.SubFilters {
 		j.Count += sub.Count
 		j.CounterBytes += sub.Bytes
@@ -101,6 +102,7 @@ func printCopyTo(out io.Writer, c copyJSON) {
 	fmt.Fprintf(w, "copy\tgeneration %d at sequence %d, in parts of at most %s\n", c.Generation, c.Seq, bytesText(c.PartBytes))
 	fmt.Fprintf(w, "parameters\t%s\n", c.text())
 	fmt.Fprintf(w, "keys\t%d added minus removed\n", c.Count)
-	fmt.Fprintf(w, "counters\t%s in %s\n", bytesText(c.CounterBytes), counted(len(c.SubFilters), "sub-filter"))
+	fmt.Fprintf(w, "counters\t%s in %s\n", bytesText(c.CounterBytes), c.subFilters(len(c.SubFilters)))
+	c.printWarningTo(w)
 	printSubFiltersTo(w, c.SubFilters)
 }

@@ -18,17 +18,49 @@ import (
 type statsJSON struct {
 	File string `json:"file"`
 	paramsJSON
-	Count         uint64          `json:"count"`
-	EstimatedKeys float64         `json:"estimated_keys"`
-	MemSeq        uint64          `json:"mem_seq"`
-	DiskSeq       uint64          `json:"disk_seq"`
-	State         string          `json:"state"`
-	CounterBytes  uint64          `json:"counter_bytes"`
-	PresenceBytes uint64          `json:"presence_bytes"`
-	SubFilters    []subFilterJSON `json:"sub_filters"`
+	Count         uint64  `json:"count"`
+	EstimatedKeys float64 `json:"estimated_keys"`
+	MemSeq        uint64  `json:"mem_seq"`
+	DiskSeq       uint64  `json:"disk_seq"`
+	State         string  `json:"state"`
+	CounterBytes  uint64  `json:"counter_bytes"`
+	PresenceBytes uint64  `json:"presence_bytes"`
+	chainJSON
+	SubFilters []subFilterJSON `json:"sub_filters"`
 	// Writer is the process that has the file open for writing, where the
 	// system says (Linux); absent when none has or it cannot tell.
 	Writer *writerJSON `json:"writer,omitempty"`
+}
+
+// chainJSON says how many sub-filters the chain can hold, and whether it
+// holds that many, so that a monitor sees a chain of Growth 1 near its end
+// before adds fail with ErrChainFull.
+type chainJSON struct {
+	MaxSubFilters int  `json:"max_sub_filters"`
+	ChainFull     bool `json:"chain_full"`
+}
+
+func chainOf(c engine.Config, subs int) chainJSON {
+	if c.Fixed {
+		return chainJSON{MaxSubFilters: 1} // never grows: it overfills
+	}
+	return chainJSON{MaxSubFilters: engine.MaxSubFilters, ChainFull: subs >= engine.MaxSubFilters}
+}
+
+// subFilters is the chain's count of sub-filters, with the most it holds.
+func (c chainJSON) subFilters(subs int) string {
+	if c.MaxSubFilters > 1 {
+		return fmt.Sprintf("%s (at most %d)", counted(subs, "sub-filter"), c.MaxSubFilters)
+	}
+	return counted(subs, "sub-filter")
+}
+
+// printWarningTo warns, under the counters line, of a chain that holds all
+// the sub-filters it can.
+func (c chainJSON) printWarningTo(w io.Writer) {
+	if c.ChainFull {
+		fmt.Fprintf(w, "warning\tthe chain holds all %d sub-filters it can: once the newest is full, adds fail until drop-before retires old ones\n", c.MaxSubFilters)
+	}
 }
 
 type writerJSON struct {
@@ -91,6 +123,7 @@ func statsOf(path string, s engine.Stats) statsJSON {
 		File: path, paramsJSON: paramsOf(s.Config), Count: s.Count,
 		EstimatedKeys: s.EstimatedKeys, MemSeq: s.MemSeq, DiskSeq: s.DiskSeq, State: "clean",
 		CounterBytes: s.CounterBytes, PresenceBytes: s.PresenceBytes, SubFilters: []subFilterJSON{},
+		chainJSON: chainOf(s.Config, len(s.SubFilters)),
 	}
 	if s.DiskSeq != s.MemSeq {
 		j.State = "dirty" // changes since the last flush are not all on disk
@@ -150,7 +183,8 @@ func printStatsTo(out io.Writer, s statsJSON) {
 	}
 	fmt.Fprintf(w, "parameters\t%s\n", s.text())
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
-	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), counted(len(s.SubFilters), "sub-filter"), bytesText(s.PresenceBytes))
+	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), s.subFilters(len(s.SubFilters)), bytesText(s.PresenceBytes))
+	s.printWarningTo(w)
 	printSubFiltersTo(w, s.SubFilters)
 }
 
