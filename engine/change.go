@@ -170,7 +170,9 @@ func (f *Filter) changeError(err error) error {
 		return ErrNotFound
 	case errors.Is(err, scaling.ErrIDRetired):
 		return ErrIDRetired
-	case errors.Is(err, scaling.ErrChainFull), errors.Is(err, counting.ErrTooLarge):
+	case errors.Is(err, scaling.ErrChainFull):
+		return fmt.Errorf("%w: %s holds all %d sub-filters a chain can; retire old ones with DropBefore", ErrChainFull, f.path, MaxSubFilters)
+	case errors.Is(err, counting.ErrTooLarge):
 		return fmt.Errorf("%w: %s: %w", ErrChainFull, f.path, err)
 	}
 	return err

@@ -219,7 +219,7 @@ func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 
 	err := f.Add(key(next), next)
 	require.ErrorIs(t, err, ErrChainFull)
-	assert.Contains(t, err.Error(), "retire old ones with DropBefore")
+	assert.Equal(t, "engine: chain full: "+f.Path()+" holds all 64 sub-filters a chain can; retire old ones with DropBefore", err.Error())
 	_, err = f.TestAndAdd(key(next), next)
 	require.ErrorIs(t, err, ErrChainFull)
 	err = f.AddBatch([][]byte{key(next)}, []uint64{next})

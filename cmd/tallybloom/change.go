@@ -116,6 +116,8 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		closeErr := f.Close()
 		stopped := errors.Is(err, errStopped)
 		switch {
+		case errors.Is(err, engine.ErrChainFull):
+			return fmt.Errorf("%w (the keys before it were %s and kept; drop-before makes room)", err, past)
 		case err != nil && !stopped:
 			return fmt.Errorf("%w (the keys before it were %s and kept)", err, past)
 		case closeErr != nil:
