@@ -133,6 +133,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 		if verb != "remove" {
 			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
+			warnChainNearlyFull(cmd.ErrOrStderr(), before, after)
 		}
 		switch {
 		case stopped:
@@ -276,6 +277,22 @@ func (c *changer) dedupe() error {
 // capacity, whose false-positive rate is then above what it was built for:
 // nothing else would say so until someone reads stats. id is the id of
 // every key, unless withIDs.
+// chainWarnRoom is how few sub-filters short of the most a chain holds an
+// add that opened one warns: a week's notice for a chain that opens one a
+// day.
+const chainWarnRoom = 8
+
+// warnChainNearlyFull warns when the adds opened a sub-filter and the chain
+// is now within chainWarnRoom of the most it holds, before the add that
+// fails for it.
+func warnChainNearlyFull(w io.Writer, before, after engine.Stats) {
+	n := len(after.SubFilters)
+	if n <= len(before.SubFilters) || n < engine.MaxSubFilters-chainWarnRoom {
+		return
+	}
+	fmt.Fprintf(w, "warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones\n", n, engine.MaxSubFilters)
+}
+
 func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs bool) {
 	counts := map[int]uint64{}
 	for _, sub := range before.SubFilters {

@@ -521,6 +521,29 @@ func fullChain(t *testing.T) string {
 	return path
 }
 
+// add warns when it opened a sub-filter within a week's room of the most a
+// chain holds, each time it opens one.
+func TestAddWarnsOfANearlyFullChain(t *testing.T) {
+	path := newFile(t, "--capacity", "1", "--error-rate", "0.01", "--growth", "1")
+	lines := ""
+	for id := 1; id <= engine.MaxSubFilters-chainWarnRoom-1; id++ {
+		lines += fmt.Sprintf("%d\tkey-%d\n", id, id)
+	}
+	_, errOut, code := tallybloomIn(t, lines, "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "warning", "55 sub-filters leave room")
+
+	_, errOut, code = tallybloom(t, "add", "--id", "56", path, "key-56")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "warning: the chain holds 56 of the 64 sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones\n")
+
+	_, errOut, code = tallybloom(t, "add", "--id", "56", path, "key-56b")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "the chain holds", "an add that opened no sub-filter")
+	_, errOut, _ = tallybloom(t, "add", "--id", "57", path, "key-57")
+	assert.Contains(t, errOut, "the chain holds 57 of the 64")
+}
+
 // stats warns of a chain that holds all the sub-filters it can, before the
 // add that fails for it, and stops once drop-before made room.
 func TestStatsWarnsOfAFullChain(t *testing.T) {
