@@ -95,13 +95,14 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 		return nil
 	}
 	lines := bufio.NewScanner(in)
-	lines.Buffer(make([]byte, 64<<10), maxLine)
+	// Room for the longest line and its newline.
+	lines.Buffer(make([]byte, min(64<<10, in.longest+1)), in.longest+1)
 	lines.Split(in.split)
 	in.passLong = opts.skip != nil
 	n := 1
 	for ; lines.Scan(); n++ {
 		if in.long {
-			opts.skip(tooLong(n))
+			opts.skip(in.tooLong(n))
 			continue
 		}
 		text := strings.TrimSuffix(lines.Text(), "\r")
@@ -114,7 +115,7 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 	}
 	switch err := lines.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
-		return tooLong(n)
+		return in.tooLong(n)
 	case errors.Is(err, errStopped):
 		return errStopped
 	case in.idleErr != nil:
@@ -125,8 +126,8 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 	return nil
 }
 
-func tooLong(line int) error {
-	return fmt.Errorf("line %d: longer than %d bytes, the longest key line read", line, maxLine)
+func (r *keyReader) tooLong(line int) error {
+	return fmt.Errorf("line %d: longer than %d bytes, the longest key line read", line, r.longest)
 }
 
 // unreadable is what becomes of a line that cannot be read as a key: err,
@@ -152,8 +153,9 @@ type keyReader struct {
 	idle    func() error
 	idleErr error // what idle returned, which ended the reading
 	ended   bool  // in said io.EOF: a partial last line is the last key
+	longest int   // the longest line read, maxLine (less in tests)
 
-	// passLong (--keep-going) makes a line longer than maxLine a token
+	// passLong (--keep-going) makes a line longer than longest a token
 	// of its own, its bytes passed over as they come and never held,
 	// where without it the scanner fails on such a line.
 	passLong bool
@@ -166,7 +168,7 @@ type keyReader struct {
 }
 
 func newKeyReader(in io.Reader, idle func() error) *keyReader {
-	return &keyReader{in: in, idle: idle}
+	return &keyReader{in: in, idle: idle, longest: maxLine}
 }
 
 func (r *keyReader) Read(p []byte) (int, error) {
@@ -207,7 +209,7 @@ func (r *keyReader) stop() (waiting bool) {
 // split is bufio.ScanLines, but a partial last line is a key only at the
 // input's end: when the reading ends otherwise (a stop, a failed read, a
 // change that failed) it is cut short, and dropped. With passLong, a line
-// longer than maxLine becomes an empty token with long set.
+// longer than longest becomes an empty token with long set.
 func (r *keyReader) split(data []byte, atEOF bool) (int, []byte, error) {
 	atEnd := atEOF && r.ended
 	r.long = false
@@ -226,9 +228,19 @@ func (r *keyReader) split(data []byte, atEOF bool) (int, []byte, error) {
 		return len(data), nil, nil
 	}
 	advance, token, err := bufio.ScanLines(data, atEnd)
-	if r.passLong && advance == 0 && token == nil && len(data) >= maxLine {
-		r.inLong = true
+	raw := advance // the line's length, without its newline
+	if raw > 0 && data[raw-1] == '\n' {
+		raw--
+	}
+	switch {
+	case token == nil && len(data) > r.longest && r.passLong:
+		r.inLong = true // the buffer is full and holds no newline
 		return len(data), nil, nil
+	case token != nil && raw > r.longest && r.passLong:
+		r.long = true // a last line that filled the buffer at the end
+		return advance, []byte{}, nil
+	case token != nil && raw > r.longest:
+		return 0, nil, bufio.ErrTooLong
 	}
 	return advance, token, err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -61,6 +62,9 @@ func TestAPartialLastLineIsAKeyOnlyAtTheEnd(t *testing.T) {
 // and passed over, however long, and the lines after it are read.
 func TestKeepGoingPassesOverALongLine(t *testing.T) {
 	long := strings.Repeat("y", 3*maxLine)
+	tooLongAt := func(line int) string {
+		return fmt.Sprintf("line %d: longer than %d bytes, the longest key line read", line, maxLine)
+	}
 	read := func(in io.Reader) (keys []string, skipped []string, err error) {
 		opts := keyOptions{skip: func(err error) { skipped = append(skipped, err.Error()) }}
 		err = eachKey(nil, newKeyReader(in, func() error { return nil }), opts, func(k keyItem) error {
@@ -73,12 +77,12 @@ func TestKeepGoingPassesOverALongLine(t *testing.T) {
 	keys, skipped, err := read(iotest.HalfReader(strings.NewReader("a\n" + long + "\r\nb\n" + long + "\nc\n" + long)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, keys)
-	assert.Equal(t, []string{tooLong(2).Error(), tooLong(4).Error(), tooLong(6).Error()}, skipped,
+	assert.Equal(t, []string{tooLongAt(2), tooLongAt(4), tooLongAt(6)}, skipped,
 		"each long line named, the last one too though no newline ends it")
 
-	keys, skipped, err = read(strings.NewReader("a\n" + strings.Repeat("y", maxLine-1) + "\nb\n"))
+	keys, skipped, err = read(strings.NewReader("a\n" + strings.Repeat("y", maxLine) + "\nb\n" + strings.Repeat("z", maxLine)))
 	require.NoError(t, err)
-	assert.Len(t, keys, 3, "a line that fits is a key")
+	assert.Len(t, keys, 4, "a line of the longest length is a key, with or without a newline")
 	assert.Empty(t, skipped)
 
 	broken := errors.New("disk gone")
@@ -86,4 +90,78 @@ func TestKeepGoingPassesOverALongLine(t *testing.T) {
 	assert.ErrorIs(t, err, broken)
 	assert.Equal(t, []string{"a"}, keys)
 	assert.Empty(t, skipped, "a long line a failed read cut short is dropped, not named as read")
+}
+
+// FuzzKeyLines checks the reading of key lines against a model, with a
+// short longest line and the input in pieces of any size: each line is a
+// key, a blank one nothing, and one longer than the longest is, with
+// --keep-going, reported by its number and passed over, or, without it,
+// the end of the reading with that number.
+func FuzzKeyLines(f *testing.F) {
+	f.Add([]byte("a\nb\r\n\nlong line here\nc"), uint8(4), uint8(3), true)
+	f.Add([]byte("12345"), uint8(4), uint8(200), false)
+	f.Fuzz(func(t *testing.T, input []byte, longest, piece uint8, keepGoing bool) {
+		var wantKeys []string
+		var wantSkipped []int
+		wantEnd := 0 // the line that ends the reading, if any
+		lines := strings.Split(string(input), "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1] // the input ends with a newline
+		}
+		for i, line := range lines {
+			switch key := strings.TrimSuffix(strings.TrimSuffix(line, "\r"), "\r"); {
+			case len(line) > int(longest) && keepGoing:
+				wantSkipped = append(wantSkipped, i+1)
+			case len(line) > int(longest):
+				wantEnd = i + 1
+			case strings.TrimSpace(key) != "":
+				wantKeys = append(wantKeys, key)
+			}
+			if wantEnd != 0 {
+				break
+			}
+		}
+
+		var keys []string
+		var skipped []int
+		opts := keyOptions{}
+		if keepGoing {
+			opts.skip = func(err error) {
+				var n int
+				_, scanErr := fmt.Sscanf(err.Error(), "line %d: longer than", &n)
+				require.NoError(t, scanErr, err.Error())
+				skipped = append(skipped, n)
+			}
+		}
+		// Pieces as a slow producer writes them, the last one with io.EOF.
+		in := iotest.DataErrReader(&pieces{data: input, size: int(piece)%7 + 1})
+		r := newKeyReader(in, func() error { return nil })
+		r.longest = int(longest)
+		err := eachKey(nil, r, opts, func(k keyItem) error {
+			keys = append(keys, k.key)
+			return nil
+		})
+		if wantEnd != 0 {
+			assert.EqualError(t, err, fmt.Sprintf("line %d: longer than %d bytes, the longest key line read", wantEnd, longest))
+		} else {
+			assert.NoError(t, err)
+		}
+		assert.Equal(t, wantKeys, keys)
+		assert.Equal(t, wantSkipped, skipped)
+	})
+}
+
+// pieces reads its data at most size bytes a read.
+type pieces struct {
+	data []byte
+	size int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b[:min(len(b), p.size)], p.data)
+	p.data = p.data[n:]
+	return n, nil
 }
