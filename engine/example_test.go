@@ -113,7 +113,10 @@ func ExampleFilter_TestAndAdd() {
 	// u1:ad7 true
 }
 
-// DropBefore expires every sub-filter whose ids are all older than a cutoff.
+// DropBefore expires every sub-filter whose ids are all older than a cutoff,
+// and so makes room in a chain, which holds at most MaxSubFilters: a
+// service that watches its Stats retires old ones before adds fail with
+// ErrChainFull.
 func ExampleFilter_DropBefore() {
 	dir, _ := os.MkdirTemp("", "tallybloom")
 	defer os.RemoveAll(dir)
@@ -127,10 +130,12 @@ func ExampleFilter_DropBefore() {
 	dropped, _ := f.DropBefore(20)
 	fmt.Println("dropped:", dropped, "oldest id kept:", f.Stats().SubFilters[0].FirstID)
 	fmt.Println(f.ContainsString("url-3"), f.ContainsString("url-25"))
+	fmt.Println("room for", engine.MaxSubFilters-len(f.Stats().SubFilters), "more sub-filters")
 	// Output:
 	// sub-filters: 3
 	// dropped: 2 oldest id kept: 20
 	// false true
+	// room for 63 more sub-filters
 }
 
 // After a machine crash with unflushed changes, Open refuses to pretend.
