@@ -40,8 +40,9 @@ without scheme, port, user, query or fragment, with escapes, dot segments
 and backslashes undone (spam.example/x/../%77in is spam.example/win).
 
 A line that is not a key (not a URL with --url, not ID<TAB>KEY with
---with-ids, longer than 1 MiB) ends the command, the keys before it done. With --keep-going
-it is reported and left out, the command goes on, and exits 2 at the end.` + map[string]string{
+--with-ids, longer than 1 MiB) ends the command, the keys before it done.
+With --keep-going it is reported and left out, the command goes on, and
+exits 2 at the end.` + map[string]string{
 			"add": "",
 			"remove": `
 
@@ -273,13 +274,9 @@ func (c *changer) dedupe() error {
 	return c.unique.Flush()
 }
 
-// warnOverfilled tells of each sub-filter this run added keys to past its
-// capacity, whose false-positive rate is then above what it was built for:
-// nothing else would say so until someone reads stats. id is the id of
-// every key, unless withIDs.
 // chainWarnRoom is how few sub-filters short of the most a chain holds an
-// add that opened one warns: a week's notice for a chain that opens one a
-// day.
+// add that opened one warns: eight days' notice for a chain that opens one
+// a day.
 const chainWarnRoom = 8
 
 // warnChainNearlyFull warns when the adds opened a sub-filter and the chain
@@ -293,6 +290,10 @@ func warnChainNearlyFull(w io.Writer, before, after engine.Stats) {
 	fmt.Fprintf(w, "warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones\n", n, engine.MaxSubFilters)
 }
 
+// warnOverfilled tells of each sub-filter this run added keys to past its
+// capacity, whose false-positive rate is then above what it was built for:
+// nothing else would say so until someone reads stats. id is the id of
+// every key, unless withIDs.
 func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs bool) {
 	counts := map[int]uint64{}
 	for _, sub := range before.SubFilters {

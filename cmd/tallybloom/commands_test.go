@@ -521,7 +521,7 @@ func fullChain(t *testing.T) string {
 	return path
 }
 
-// add warns when it opened a sub-filter within a week's room of the most a
+// add warns when it opened a sub-filter within chainWarnRoom of the most a
 // chain holds, each time it opens one.
 func TestAddWarnsOfANearlyFullChain(t *testing.T) {
 	path := newFile(t, "--capacity", "1", "--error-rate", "0.01", "--growth", "1")
