@@ -37,11 +37,16 @@ func TestCreate(t *testing.T) {
 	out, _, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01", "--growth", "1", "--seed", "77")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "capacity 1000, error rate 0.01, tightening 0.9, growth 1, fixed false, counters only false, seed 0x4d")
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Contains(t, out, fmt.Sprintf("\nthe file takes %s: its first sub-filter, for 1000 keys at 0.001, holds 9.2 KiB of counters and 2.3 KiB of presence bits\n", bytesText(uint64(info.Size()))),
+		"what the parameters cost, before any key")
 
 	lean := filepath.Join(t.TempDir(), "lean.tb")
 	out, _, code = tallybloom(t, "create", lean, "--capacity", "1000", "--error-rate", "0.01", "--counters-only")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "counters only true")
+	assert.Contains(t, out, "for 1000 keys at 0.001, holds 9.2 KiB of counters\n", "no presence bits to name")
 	out, _, code = tallybloom(t, "stats", lean, "--json")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"counters_only": true`)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,18 @@ room, so a filter larger than the cache answers more slowly.`,
 			c := f.Config()
 			fmt.Fprintf(cmd.OutOrStdout(), "created %s: capacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
 				args[0], c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Fixed, c.CountersOnly, c.Seed)
+			// What the parameters cost, before any key is added: the
+			// question of whoever sizes a filter of billions of keys.
+			s := f.Stats()
+			first := s.SubFilters[0]
+			if info, err := os.Stat(args[0]); err == nil {
+				presence := ""
+				if s.PresenceBytes > 0 {
+					presence = " and " + bytesText(s.PresenceBytes) + " of presence bits"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "the file takes %s: its first sub-filter, for %d keys at %.2g, holds %s of counters%s\n",
+					bytesText(uint64(info.Size())), first.Capacity, first.ErrorRate, bytesText(s.CounterBytes), presence)
+			}
 			return f.Close()
 		},
 	}
