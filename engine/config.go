@@ -108,6 +108,59 @@ func (c Config) flags() uint32 {
 // presence reports whether sub-filters keep presence bits.
 func (c Config) presence() bool { return !c.CountersOnly }
 
+// firstLevel validates c, with its defaults, as Create does, and plans its
+// first sub-filter.
+func (c Config) firstLevel() (scaling.Level, error) {
+	if err := c.Validate(); err != nil {
+		return scaling.Level{}, err
+	}
+	first, err := c.params().Level(0)
+	if err != nil {
+		return scaling.Level{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if !c.Fixed {
+		// A chain that cannot build its second sub-filter could never grow;
+		// say so now rather than at the first add past Capacity.
+		if _, err := c.params().Level(1); err != nil {
+			return scaling.Level{}, fmt.Errorf("%w: growth %v, tightening %v: the second sub-filter could not be built: %w",
+				ErrInvalidConfig, c.Growth, c.Tightening, err)
+		}
+	}
+	return first, nil
+}
+
+// Footprint is what a new filter takes before any key is added.
+type Footprint struct {
+	// FileBytes is the size of the file, all of it reserved on disk at
+	// Create: the header and the first sub-filter.
+	FileBytes uint64
+	// Capacity and ErrorRate are the first sub-filter's. A growing chain
+	// builds it for ErrorRate x (1 - Tightening), so that the whole chain
+	// stays under Config.ErrorRate.
+	Capacity  uint64
+	ErrorRate float64
+	// CounterBytes and PresenceBytes are the first sub-filter's counters
+	// and presence bits (none with CountersOnly).
+	CounterBytes, PresenceBytes uint64
+}
+
+// FootprintOf says what Create would make of cfg, without making anything:
+// for sizing a filter before there is room for it. It refuses what Create
+// refuses, with the same errors.
+func FootprintOf(cfg Config) (Footprint, error) {
+	cfg = cfg.withDefaults()
+	first, err := cfg.firstLevel()
+	if err != nil {
+		return Footprint{}, err
+	}
+	g := first.Geometry
+	return Footprint{
+		FileBytes: HeaderBytes + regionBytes(g, cfg.presence()),
+		Capacity:  first.Capacity, ErrorRate: first.ErrorRate,
+		CounterBytes: g.Bytes(), PresenceBytes: presenceBytes(g, cfg.presence()),
+	}, nil
+}
+
 func (c Config) params() scaling.Params {
 	return scaling.Params{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Tightening: c.Tightening, Growth: c.Growth, Fixed: c.Fixed}
 }

@@ -140,3 +140,56 @@ func TestACreateWhoseFileWasTakenInItsFirstInstantMakesAnother(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "and it left nothing")
 }
+
+// FootprintOf gives what Create then makes, for a growing chain, a fixed
+// filter, counters only and large pages, and refuses what Create refuses,
+// without making anything.
+func TestFootprintOfIsWhatCreateMakes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		opts *Options
+	}{
+		{"growing", Config{Capacity: 100_000, ErrorRate: 0.01}, nil},
+		{"fixed", Config{Capacity: 100_000, ErrorRate: 0.01, Fixed: true}, nil},
+		{"counters only", Config{Capacity: 3_000, ErrorRate: 0.001, CountersOnly: true, Growth: 1}, nil},
+		{"large pages", Config{Capacity: 1_000_000, ErrorRate: 0.01, Tightening: 0.5}, &Options{LargePages: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := FootprintOf(c.cfg)
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), "f.tb")
+			f, err := Create(path, c.cfg, c.opts)
+			require.NoError(t, err)
+			defer f.Close()
+			info, err := os.Stat(path)
+			require.NoError(t, err)
+			s := f.Stats()
+			first := s.SubFilters[0]
+			assert.Equal(t, Footprint{
+				FileBytes: uint64(info.Size()), Capacity: first.Capacity, ErrorRate: first.ErrorRate,
+				CounterBytes: s.CounterBytes, PresenceBytes: s.PresenceBytes,
+			}, want)
+		})
+	}
+
+	// 2 billion keys: a file of 35 GiB, sized without room for it.
+	big, err := FootprintOf(Config{Capacity: 2_000_000_000, ErrorRate: 0.001})
+	require.NoError(t, err)
+	assert.InDelta(t, 0.0001, big.ErrorRate, 1e-12, "a tenth of the chain's rate")
+	assert.Greater(t, big.FileBytes, big.CounterBytes+big.PresenceBytes)
+	assert.Equal(t, big.CounterBytes/4, big.PresenceBytes)
+
+	for _, cfg := range []Config{
+		{Capacity: 0, ErrorRate: 0.01},
+		{Capacity: 10, ErrorRate: 1.5},
+		{Capacity: 1 << 62, ErrorRate: 0.01},
+	} {
+		path := filepath.Join(t.TempDir(), "f.tb")
+		_, createErr := Create(path, cfg, nil)
+		_, err := FootprintOf(cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig)
+		assert.Equal(t, createErr.Error(), err.Error(), "the error Create gives")
+		assert.NoFileExists(t, path)
+	}
+}

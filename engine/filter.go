@@ -108,7 +108,7 @@ func (c *change) reset() {
 // appears at path only once whole (see Import).
 func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	if _, err := cfg.firstLevel(); err != nil {
 		return nil, err
 	}
 	if cfg.Seed == 0 {
@@ -117,17 +117,6 @@ func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 			return nil, err
 		}
 		cfg.Seed = seed
-	}
-	if _, err := cfg.params().Level(0); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	if !cfg.Fixed {
-		// A chain that cannot build its second sub-filter could never grow;
-		// say so now rather than at the first add past Capacity.
-		if _, err := cfg.params().Level(1); err != nil {
-			return nil, fmt.Errorf("%w: growth %v, tightening %v: the second sub-filter could not be built: %w",
-				ErrInvalidConfig, cfg.Growth, cfg.Tightening, err)
-		}
 	}
 	return createFile(path, cfg, opts, func(f *Filter) error {
 		f.journal.Reset(0)

@@ -42,6 +42,23 @@ func TestCreate(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf("\nthe file takes %s: its first sub-filter, for 1000 keys at 0.001, holds 9.2 KiB of counters and 2.3 KiB of presence bits\n", bytesText(uint64(info.Size()))),
 		"what the parameters cost, before any key")
 
+	// --dry-run says the same, and creates nothing.
+	planned := filepath.Join(t.TempDir(), "planned.tb")
+	dry, _, code := tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--growth", "1", "--seed", "77")
+	require.Equal(t, 0, code)
+	assert.Equal(t, planned+" would take "+strings.SplitN(out, "\nthe file takes ", 2)[1], dry)
+	assert.NoFileExists(t, planned)
+	_, errOut, code := tallybloom(t, "create", "--dry-run", path, "--capacity", "1000", "--error-rate", "0.01")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "file already exists: "+path+" (it would take ", "as create would refuse it")
+	_, errOut, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "2")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "invalid config")
+	big, _, code := tallybloom(t, "create", "--dry-run", planned, "--capacity", "2000000000", "--error-rate", "0.001")
+	require.Equal(t, 0, code)
+	assert.Contains(t, big, " would take 35.1 GiB: its first sub-filter, for 2000000000 keys at 0.0001, holds 28.1 GiB of counters and 7.0 GiB of presence bits\n")
+	assert.NoFileExists(t, planned)
+
 	lean := filepath.Join(t.TempDir(), "lean.tb")
 	out, _, code = tallybloom(t, "create", lean, "--capacity", "1000", "--error-rate", "0.01", "--counters-only")
 	require.Equal(t, 0, code)
@@ -52,7 +69,7 @@ func TestCreate(t *testing.T) {
 	assert.Contains(t, out, `"counters_only": true`)
 	assert.Contains(t, out, `"presence_bytes": 0`)
 
-	_, errOut, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01")
+	_, errOut, code = tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "already exists")
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one clear line")

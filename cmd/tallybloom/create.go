@@ -11,6 +11,7 @@ import (
 
 func createCommand() *cobra.Command {
 	var cfg engine.Config
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "create FILE --capacity N --error-rate P",
 		Short: "Create a filter file",
@@ -20,9 +21,22 @@ first sub-filter. --fixed makes one sub-filter for the whole rate that never
 grows (adds past capacity are accepted and show as overfilled).
 --counters-only leaves out the presence bits that lookups read: the file is
 a fifth smaller and lookups read the counters, which take four times the
-room, so a filter larger than the cache answers more slowly.`,
+room, so a filter larger than the cache answers more slowly. It says what the
+file takes, all of it reserved on disk at once; --dry-run says so without
+creating anything.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dryRun {
+				fp, err := engine.FootprintOf(cfg)
+				if err != nil {
+					return err
+				}
+				if _, err := os.Lstat(args[0]); err == nil {
+					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], footprintText(fp))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s would take %s\n", args[0], footprintText(fp))
+				return nil
+			}
 			f, err := engine.Create(args[0], cfg, nil)
 			if err != nil {
 				return err
@@ -32,15 +46,8 @@ room, so a filter larger than the cache answers more slowly.`,
 				args[0], c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Fixed, c.CountersOnly, c.Seed)
 			// What the parameters cost, before any key is added: the
 			// question of whoever sizes a filter of billions of keys.
-			s := f.Stats()
-			first := s.SubFilters[0]
-			if info, err := os.Stat(args[0]); err == nil {
-				presence := ""
-				if s.PresenceBytes > 0 {
-					presence = " and " + bytesText(s.PresenceBytes) + " of presence bits"
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "the file takes %s: its first sub-filter, for %d keys at %.2g, holds %s of counters%s\n",
-					bytesText(uint64(info.Size())), first.Capacity, first.ErrorRate, bytesText(s.CounterBytes), presence)
+			if fp, err := engine.FootprintOf(c); err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "the file takes %s\n", footprintText(fp))
 			}
 			return f.Close()
 		},
@@ -53,7 +60,19 @@ room, so a filter larger than the cache answers more slowly.`,
 	flags.Uint64Var(&cfg.Seed, "seed", 0, "hash seed (default: random)")
 	flags.BoolVar(&cfg.Fixed, "fixed", false, "one sub-filter for the whole error rate, never growing")
 	flags.BoolVar(&cfg.CountersOnly, "counters-only", false, "no presence bits: a fifth less room, slower lookups")
+	flags.BoolVar(&dryRun, "dry-run", false, "say what the file would take, and create nothing")
 	_ = cmd.MarkFlagRequired("capacity")
 	_ = cmd.MarkFlagRequired("error-rate")
 	return cmd
+}
+
+// footprintText is what a new filter takes: the file, and its first
+// sub-filter's counters and presence bits at the rate it is built for.
+func footprintText(fp engine.Footprint) string {
+	presence := ""
+	if fp.PresenceBytes > 0 {
+		presence = " and " + bytesText(fp.PresenceBytes) + " of presence bits"
+	}
+	return fmt.Sprintf("%s: its first sub-filter, for %d keys at %.2g, holds %s of counters%s",
+		bytesText(fp.FileBytes), fp.Capacity, fp.ErrorRate, bytesText(fp.CounterBytes), presence)
 }
