@@ -21,9 +21,10 @@ first sub-filter. --fixed makes one sub-filter for the whole rate that never
 grows (adds past capacity are accepted and show as overfilled).
 --counters-only leaves out the presence bits that lookups read: the file is
 a fifth smaller and lookups read the counters, which take four times the
-room, so a filter larger than the cache answers more slowly. It says what the
-file takes, all of it reserved on disk at once; --dry-run says so without
-creating anything.`,
+room, so a filter larger than the cache answers more slowly.
+
+create says what the file takes, all of it reserved on disk at once;
+--dry-run says so and creates nothing.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dryRun {
