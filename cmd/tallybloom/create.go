@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,8 @@ a fifth smaller and lookups read the counters, which take four times the
 room, so a filter larger than the cache answers more slowly.
 
 create says what the file takes, all of it reserved on disk at once;
---dry-run says so and creates nothing.`,
+--dry-run says so, and how much room the directory's file system has left,
+and creates nothing: it exits 1 when the room is too little.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dryRun {
@@ -36,6 +38,13 @@ create says what the file takes, all of it reserved on disk at once;
 					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], footprintText(fp))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s would take %s\n", args[0], footprintText(fp))
+				// The room is reserved at once: say whether it is there.
+				dir := filepath.Dir(args[0])
+				if free, ok := freeBytes(dir); ok && free < fp.FileBytes {
+					return &exitCode{code: exitNo, err: fmt.Errorf("%s has %s free: too little for it", dir, bytesText(free))}
+				} else if ok {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s has %s free\n", dir, bytesText(free))
+				}
 				return nil
 			}
 			f, err := engine.Create(args[0], cfg, nil)
