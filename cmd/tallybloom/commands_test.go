@@ -531,14 +531,21 @@ func TestStatsJSON(t *testing.T) {
 }
 
 // create --dry-run says how much room the directory has left, and exits 1
-// when the file would not fit in it.
+// when the file would not fit in it; a directory that is not there is an
+// error.
 func TestCreateDryRunSaysWhetherThereIsRoom(t *testing.T) {
 	dir := t.TempDir()
+	// A directory that is not there is an error, as for create itself.
+	out, errOut, code := tallybloom(t, "create", "--dry-run", filepath.Join(dir, "gone", "f.tb"), "--capacity", "1000", "--error-rate", "0.01")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, out, "would take")
+	assert.Contains(t, errOut, filepath.Join(dir, "gone")+": no such file or directory")
+
 	free, ok := freeBytes(dir)
 	if !ok {
 		t.Skip("this system does not say how much room a file system has left")
 	}
-	out, errOut, code := tallybloom(t, "create", "--dry-run", filepath.Join(dir, "small.tb"), "--capacity", "1000", "--error-rate", "0.01")
+	out, errOut, code = tallybloom(t, "create", "--dry-run", filepath.Join(dir, "small.tb"), "--capacity", "1000", "--error-rate", "0.01")
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free\n$`, out)
 

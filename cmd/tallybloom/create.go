@@ -38,8 +38,12 @@ and creates nothing: it exits 1 when the room is too little.`,
 					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], footprintText(fp))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s would take %s\n", args[0], footprintText(fp))
-				// The room is reserved at once: say whether it is there.
+				// The room is reserved at once: say whether it is there,
+				// and whether the directory create would make it in is.
 				dir := filepath.Dir(args[0])
+				if _, err := os.Stat(dir); err != nil {
+					return err
+				}
 				if free, ok := freeBytes(dir); ok && free < fp.FileBytes {
 					return &exitCode{code: exitNo, err: fmt.Errorf("%s has %s free: too little for it", dir, bytesText(free))}
 				} else if ok {
