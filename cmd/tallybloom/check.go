@@ -113,7 +113,7 @@ command goes on, and exits 2 at the end.`,
 			reader := newKeyReader(cmd.InOrStdin(), func() error {
 				return errors.Join(flush(), out.Flush())
 			})
-			err := eachKey(args, reader, keyOptions{}, func(k keyItem) error {
+			err := eachKey(args, reader, keyOptions{skip: skip}, func(k keyItem) error {
 				if pending = append(pending, k); len(pending) == checkBatch {
 					return flush()
 				}

@@ -1024,6 +1024,18 @@ func TestTooLongAKeyLineSaysWhich(t *testing.T) {
 	out, _, code = tallybloom(t, "check", path, "b", "c")
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "present\tb\npresent\tc\n", out)
+
+	// check stops there too, and under --keep-going answers the keys on
+	// both sides.
+	long := "b\n" + strings.Repeat("y", 2*maxLine) + "\nnever-added\nc\n"
+	out, errOut, code = tallybloomIn(t, long, "check", path)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, fmt.Sprintf("line 2: longer than %d bytes", maxLine))
+	assert.Equal(t, "present\tb\n", out)
+	out, errOut, code = tallybloomIn(t, long, "check", "-k", path)
+	assert.Equal(t, 2, code, "a line left out ends check with 2, not with 1 for the absent key")
+	assert.Contains(t, errOut, fmt.Sprintf("line 2: longer than %d bytes, the longest key line read: left out", maxLine))
+	assert.Equal(t, "present\tb\nabsent\tnever-added\npresent\tc\n", out)
 }
 
 // --version names the build and the formats it reads and writes.
