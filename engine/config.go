@@ -129,36 +129,64 @@ func (c Config) firstLevel() (scaling.Level, error) {
 	return first, nil
 }
 
-// Footprint is what a new filter takes before any key is added.
+// Footprint is what a filter's file takes: the header and its sub-filters.
 type Footprint struct {
-	// FileBytes is the size of the file, all of it reserved on disk at
-	// Create: the header and the first sub-filter.
+	// FileBytes is the size of the file, all of it reserved on disk: the
+	// first sub-filter's room at Create, each later one's when it opens.
 	FileBytes uint64
-	// Capacity and ErrorRate are the first sub-filter's. A growing chain
-	// builds it for ErrorRate x (1 - Tightening), so that the whole chain
-	// stays under Config.ErrorRate.
+	// SubFilters is how many sub-filters the file holds.
+	SubFilters int
+	// Capacity is the keys those sub-filters are built for together, and
+	// ErrorRate the bound of their false-positive rate together: the sum
+	// of the rates they are built for. A growing chain builds its first
+	// sub-filter for Config.ErrorRate x (1 - Tightening), and each after
+	// it for Tightening times the rate of the one before, so that the
+	// whole chain stays under Config.ErrorRate.
 	Capacity  uint64
 	ErrorRate float64
-	// CounterBytes and PresenceBytes are the first sub-filter's counters
-	// and presence bits (none with CountersOnly).
+	// CounterBytes and PresenceBytes are the sub-filters' counters and
+	// presence bits (none with CountersOnly).
 	CounterBytes, PresenceBytes uint64
 }
 
 // FootprintOf says what Create would make of cfg, without making anything:
 // for sizing a filter before there is room for it. It refuses what Create
 // refuses, with the same errors.
-func FootprintOf(cfg Config) (Footprint, error) {
+func FootprintOf(cfg Config) (Footprint, error) { return FootprintHolding(cfg, 0) }
+
+// FootprintHolding says what the file of cfg takes once keys adds were
+// made into it, with ids that rise and no sub-filter retired: the header
+// and the sub-filters a growing chain opens for them, each once the one
+// before holds its capacity. A fixed filter keeps its one sub-filter: a
+// Capacity below keys says that it is then overfilled. Keys that a chain
+// could hold only in more than MaxSubFilters sub-filters, or in one too
+// large to build, are ErrChainFull; cfg is refused as Create refuses it.
+func FootprintHolding(cfg Config, keys uint64) (Footprint, error) {
 	cfg = cfg.withDefaults()
-	first, err := cfg.firstLevel()
+	level, err := cfg.firstLevel()
 	if err != nil {
 		return Footprint{}, err
 	}
-	g := first.Geometry
-	return Footprint{
-		FileBytes: HeaderBytes + regionBytes(g, cfg.presence()),
-		Capacity:  first.Capacity, ErrorRate: first.ErrorRate,
-		CounterBytes: g.Bytes(), PresenceBytes: presenceBytes(g, cfg.presence()),
-	}, nil
+	fp := Footprint{FileBytes: HeaderBytes}
+	for {
+		g := level.Geometry
+		fp.SubFilters++
+		fp.FileBytes += regionBytes(g, cfg.presence())
+		fp.Capacity += level.Capacity
+		fp.ErrorRate += level.ErrorRate
+		fp.CounterBytes += g.Bytes()
+		fp.PresenceBytes += presenceBytes(g, cfg.presence())
+		if cfg.Fixed || fp.Capacity >= keys {
+			return fp, nil
+		}
+		if fp.SubFilters == MaxSubFilters {
+			return Footprint{}, fmt.Errorf("%w: %d keys need more than the %d sub-filters a chain can hold, which are built for %d",
+				ErrChainFull, keys, MaxSubFilters, fp.Capacity)
+		}
+		if level, err = cfg.params().Level(fp.SubFilters); err != nil {
+			return Footprint{}, fmt.Errorf("%w: %d keys need a sub-filter %d, which could not be built: %w", ErrChainFull, keys, fp.SubFilters+1, err)
+		}
+	}
 }
 
 func (c Config) params() scaling.Params {

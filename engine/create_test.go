@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -167,7 +168,7 @@ func TestFootprintOfIsWhatCreateMakes(t *testing.T) {
 			s := f.Stats()
 			first := s.SubFilters[0]
 			assert.Equal(t, Footprint{
-				FileBytes: uint64(info.Size()), Capacity: first.Capacity, ErrorRate: first.ErrorRate,
+				FileBytes: uint64(info.Size()), SubFilters: 1, Capacity: first.Capacity, ErrorRate: first.ErrorRate,
 				CounterBytes: s.CounterBytes, PresenceBytes: s.PresenceBytes,
 			}, want)
 		})
@@ -192,4 +193,68 @@ func TestFootprintOfIsWhatCreateMakes(t *testing.T) {
 		assert.Equal(t, createErr.Error(), err.Error(), "the error Create gives")
 		assert.NoFileExists(t, path)
 	}
+}
+
+// FootprintHolding gives what a file holds after that many adds with
+// rising ids: as many sub-filters as the chain opened, and the file's size
+// on disk, for a chain that doubles, one of equal sub-filters of counters
+// only, one that grows by half, and a fixed filter, which overfills.
+func TestFootprintHoldingIsWhatAddsMake(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		adds []uint64 // after each number of adds, the footprint is compared
+	}{
+		{"doubling", Config{Capacity: 1_000, ErrorRate: 0.01}, []uint64{0, 1, 1_000, 1_001, 3_000, 3_001, 7_500}},
+		{"equal, counters only", Config{Capacity: 500, ErrorRate: 0.001, Growth: 1, CountersOnly: true}, []uint64{499, 500, 501, 2_600}},
+		{"by half", Config{Capacity: 1_000, ErrorRate: 0.02, Growth: 1.5, Tightening: 0.5}, []uint64{2_500, 2_501, 6_000}},
+		{"fixed", Config{Capacity: 1_000, ErrorRate: 0.01, Fixed: true}, []uint64{10, 5_000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.tb")
+			f, err := Create(path, c.cfg, nil)
+			require.NoError(t, err)
+			defer f.Close()
+			added := uint64(0)
+			for _, n := range c.adds {
+				for ; added < n; added++ {
+					require.NoError(t, f.AddString(fmt.Sprintf("key-%d", added), added+1))
+				}
+				want, err := FootprintHolding(c.cfg, n)
+				require.NoError(t, err)
+				info, err := os.Stat(path)
+				require.NoError(t, err)
+				s := f.Stats()
+				got := Footprint{FileBytes: uint64(info.Size()), SubFilters: len(s.SubFilters), CounterBytes: s.CounterBytes, PresenceBytes: s.PresenceBytes}
+				for _, sub := range s.SubFilters {
+					got.Capacity += sub.Capacity
+					got.ErrorRate += sub.ErrorRate
+				}
+				assert.Equal(t, got, want, "after %d adds", n)
+				assert.Equal(t, c.cfg.Fixed && n > got.Capacity, got.Capacity < n, "a Capacity below the adds is an overfilled filter")
+			}
+		})
+	}
+
+	// Keys past what a chain can hold: in 64 equal sub-filters, or in a
+	// fourth doubling sub-filter that would take more than a TiB.
+	equal := Config{Capacity: 10, ErrorRate: 0.01, Growth: 1}
+	fp, err := FootprintHolding(equal, 640)
+	require.NoError(t, err)
+	assert.Equal(t, MaxSubFilters, fp.SubFilters)
+	_, err = FootprintHolding(equal, 641)
+	require.ErrorIs(t, err, ErrChainFull)
+	assert.EqualError(t, err, "engine: chain full: 641 keys need more than the 64 sub-filters a chain can hold, which are built for 640")
+	huge := Config{Capacity: 20_000_000_000, ErrorRate: 0.01}
+	fp, err = FootprintHolding(huge, 140_000_000_000)
+	require.NoError(t, err)
+	assert.Equal(t, 3, fp.SubFilters)
+	assert.LessOrEqual(t, fp.ErrorRate, 0.01)
+	_, err = FootprintHolding(huge, 140_000_000_001)
+	require.ErrorIs(t, err, ErrChainFull)
+	assert.Contains(t, err.Error(), "need a sub-filter 4, which could not be built")
+
+	// A refused config is refused as Create refuses it, whatever the keys.
+	_, err = FootprintHolding(Config{Capacity: 10, ErrorRate: 2}, 1_000)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 }

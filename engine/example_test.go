@@ -147,3 +147,19 @@ func ExampleUncleanError() {
 	}
 	// Output: replay from sequence 42
 }
+
+// Sizing a filter before there is room for it: what the file takes when
+// made, and once it holds a billion keys.
+func ExampleFootprintHolding() {
+	cfg := engine.Config{Capacity: 10_000_000, ErrorRate: 0.001}
+	made, _ := engine.FootprintOf(cfg)
+	grown, _ := engine.FootprintHolding(cfg, 1_000_000_000)
+	fmt.Printf("made: %d MiB in %d sub-filter\n", made.FileBytes>>20, made.SubFilters)
+	fmt.Printf("a billion keys: %d GiB in %d sub-filters, at most %.5f false positives\n", grown.FileBytes>>30, grown.SubFilters, grown.ErrorRate)
+	_, err := engine.FootprintHolding(engine.Config{Capacity: 10, ErrorRate: 0.01, Growth: 1}, 1000)
+	fmt.Println(errors.Is(err, engine.ErrChainFull))
+	// Output:
+	// made: 179 MiB in 1 sub-filter
+	// a billion keys: 24 GiB in 7 sub-filters, at most 0.00052 false positives
+	// true
+}
