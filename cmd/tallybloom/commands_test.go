@@ -60,6 +60,39 @@ func TestCreate(t *testing.T) {
 	assert.Contains(t, big, " would take 35.1 GiB: its first sub-filter, for 2000000000 keys at 0.0001, holds 28.1 GiB of counters and 7.0 GiB of presence bits\n")
 	assert.NoFileExists(t, planned)
 
+	// --holding says what the file takes once that many keys are added,
+	// and it then takes that.
+	grown := filepath.Join(t.TempDir(), "grown.tb")
+	out, _, code = tallybloom(t, "create", grown, "--capacity", "1000", "--error-rate", "0.01", "--growth", "1", "--holding", "2500")
+	require.Equal(t, 0, code)
+	line := regexp.MustCompile(`\nholding 2500 keys, none retired, it takes (.+) in 3 sub-filters, built for 3000 keys together, their false-positive rate under 0.0027\n$`).FindStringSubmatch(out)
+	require.NotNil(t, line, out)
+	lines := ""
+	for id := 1; id <= 2500; id++ {
+		lines += fmt.Sprintf("%d\tkey-%d\n", id, id)
+	}
+	_, errOut, code = tallybloomIn(t, lines, "add", "--with-ids", grown)
+	require.Equal(t, 0, code, errOut)
+	info, err = os.Stat(grown)
+	require.NoError(t, err)
+	assert.Equal(t, bytesText(uint64(info.Size())), line[1], "the size it said")
+	out, _, code = tallybloom(t, "stats", grown, "--json")
+	require.Equal(t, 0, code)
+	assert.Equal(t, 3, strings.Count(out, `"level":`), "the sub-filters it said")
+
+	dry, _, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--holding", "900")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `\nholding 900 keys it takes the same [0-9.]+ KiB, in its first sub-filter\n`, dry)
+	dry, _, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--fixed", "--holding", "5000")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `\nholding 5000 keys it takes the same [0-9.]+ KiB, overfilled: its one sub-filter is built for 1000 keys, and its false-positive rate rises above 0.01\n`, dry)
+	for _, dryRun := range []string{"--dry-run=false", "--dry-run"} {
+		_, errOut, code = tallybloom(t, "create", dryRun, planned, "--capacity", "10", "--error-rate", "0.01", "--growth", "1", "--holding", "1000")
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errOut, "chain full: 1000 keys need more than the 64 sub-filters a chain can hold, which are built for 640\n")
+		assert.NoFileExists(t, planned, "a filter that cannot hold the keys asked for is not made")
+	}
+
 	lean := filepath.Join(t.TempDir(), "lean.tb")
 	out, _, code = tallybloom(t, "create", lean, "--capacity", "1000", "--error-rate", "0.01", "--counters-only")
 	require.Equal(t, 0, code)
@@ -560,7 +593,19 @@ func TestCreateDryRunSaysWhetherThereIsRoom(t *testing.T) {
 	path := filepath.Join(dir, "large.tb")
 	_, errOut, code = tallybloom(t, "create", "--dry-run", path, "--capacity", fmt.Sprint(capacity), "--error-rate", "0.01")
 	assert.Equal(t, 1, code, "the answer is no")
-	assert.Regexp(t, `^tallybloom: `+regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free: too little for it\n$`, errOut)
+	assert.Regexp(t, `^tallybloom: `+regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free: too little for `+regexp.QuoteMeta(bytesText(fp.FileBytes))+`\n$`, errOut)
+	assert.NoFileExists(t, path)
+
+	// With --holding, the room is for the file holding those keys: a
+	// small first sub-filter that the chain grows past the room left.
+	grown, err := engine.FootprintHolding(engine.Config{Capacity: 1000, ErrorRate: 0.01}, capacity)
+	require.NoError(t, err)
+	require.Greater(t, grown.FileBytes, 2*free)
+	_, errOut, code = tallybloom(t, "create", "--dry-run", path, "--capacity", "1000", "--error-rate", "0.01")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = tallybloom(t, "create", "--dry-run", path, "--capacity", "1000", "--error-rate", "0.01", "--holding", fmt.Sprint(capacity))
+	assert.Equal(t, 1, code, "the answer is no")
+	assert.Contains(t, errOut, " free: too little for "+bytesText(grown.FileBytes)+"\n")
 	assert.NoFileExists(t, path)
 }
 

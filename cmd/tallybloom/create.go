@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +14,7 @@ import (
 func createCommand() *cobra.Command {
 	var cfg engine.Config
 	var dryRun bool
+	var holding uint64
 	cmd := &cobra.Command{
 		Use:   "create FILE --capacity N --error-rate P",
 		Short: "Create a filter file",
@@ -24,30 +26,47 @@ grows (adds past capacity are accepted and show as overfilled).
 a fifth smaller and lookups read the counters, which take four times the
 room, so a filter larger than the cache answers more slowly.
 
-create says what the file takes, all of it reserved on disk at once;
---dry-run says so, and how much room the directory's file system has left,
-and creates nothing: it exits 1 when the room is too little.`,
+create says what the file takes, all of it reserved on disk at once, and
+with --holding N what it will take once N keys are added with none
+retired, in the sub-filters the chain opens for them (and refuses a chain
+that cannot hold N). --dry-run says so, and how much room the directory's
+file system has left, and creates nothing: it exits 1 when the room is too
+little.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dryRun {
-				fp, err := engine.FootprintOf(cfg)
+			fp, err := engine.FootprintOf(cfg)
+			if err != nil {
+				return err
+			}
+			// A filter that cannot hold the keys asked for is refused
+			// before it is made.
+			plan := []string{footprintText(fp)}
+			need := fp.FileBytes
+			if cmd.Flags().Changed("holding") {
+				grown, err := engine.FootprintHolding(cfg, holding)
 				if err != nil {
 					return err
 				}
+				plan = append(plan, holdingText(grown, holding))
+				need = grown.FileBytes
+			}
+			out := cmd.OutOrStdout()
+			if dryRun {
 				if _, err := os.Lstat(args[0]); err == nil {
-					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], footprintText(fp))
+					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], plan[0])
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s would take %s\n", args[0], footprintText(fp))
-				// The room is reserved at once: say whether it is there,
-				// and whether the directory create would make it in is.
+				fmt.Fprintf(out, "%s would take %s\n", args[0], strings.Join(plan, "\n"))
+				// The room is reserved as the file grows: say whether it
+				// is there, and whether the directory create would make it
+				// in is.
 				dir := filepath.Dir(args[0])
 				if _, err := os.Stat(dir); err != nil {
 					return err
 				}
-				if free, ok := freeBytes(dir); ok && free < fp.FileBytes {
-					return &exitCode{code: exitNo, err: fmt.Errorf("%s has %s free: too little for it", dir, bytesText(free))}
+				if free, ok := freeBytes(dir); ok && free < need {
+					return &exitCode{code: exitNo, err: fmt.Errorf("%s has %s free: too little for %s", dir, bytesText(free), bytesText(need))}
 				} else if ok {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s has %s free\n", dir, bytesText(free))
+					fmt.Fprintf(out, "%s has %s free\n", dir, bytesText(free))
 				}
 				return nil
 			}
@@ -56,13 +75,11 @@ and creates nothing: it exits 1 when the room is too little.`,
 				return err
 			}
 			c := f.Config()
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s: capacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
+			fmt.Fprintf(out, "created %s: capacity %d, error rate %g, tightening %g, growth %g, fixed %v, counters only %v, seed %#x\n",
 				args[0], c.Capacity, c.ErrorRate, c.Tightening, c.Growth, c.Fixed, c.CountersOnly, c.Seed)
 			// What the parameters cost, before any key is added: the
 			// question of whoever sizes a filter of billions of keys.
-			if fp, err := engine.FootprintOf(c); err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "the file takes %s\n", footprintText(fp))
-			}
+			fmt.Fprintf(out, "the file takes %s\n", strings.Join(plan, "\n"))
 			return f.Close()
 		},
 	}
@@ -75,6 +92,7 @@ and creates nothing: it exits 1 when the room is too little.`,
 	flags.BoolVar(&cfg.Fixed, "fixed", false, "one sub-filter for the whole error rate, never growing")
 	flags.BoolVar(&cfg.CountersOnly, "counters-only", false, "no presence bits: a fifth less room, slower lookups")
 	flags.BoolVar(&dryRun, "dry-run", false, "say what the file would take, and create nothing")
+	flags.Uint64Var(&holding, "holding", 0, "also say what the file takes once N keys are added, none retired")
 	_ = cmd.MarkFlagRequired("capacity")
 	_ = cmd.MarkFlagRequired("error-rate")
 	return cmd
@@ -89,4 +107,17 @@ func footprintText(fp engine.Footprint) string {
 	}
 	return fmt.Sprintf("%s: its first sub-filter, for %d keys at %.2g, holds %s of counters%s",
 		bytesText(fp.FileBytes), fp.Capacity, fp.ErrorRate, bytesText(fp.CounterBytes), presence)
+}
+
+// holdingText is what a filter takes once keys adds were made into it.
+func holdingText(fp engine.Footprint, keys uint64) string {
+	switch {
+	case fp.SubFilters > 1:
+		return fmt.Sprintf("holding %d keys, none retired, it takes %s in %d sub-filters, built for %d keys together, their false-positive rate under %.2g",
+			keys, bytesText(fp.FileBytes), fp.SubFilters, fp.Capacity, fp.ErrorRate)
+	case keys > fp.Capacity:
+		return fmt.Sprintf("holding %d keys it takes the same %s, overfilled: its one sub-filter is built for %d keys, and its false-positive rate rises above %.2g",
+			keys, bytesText(fp.FileBytes), fp.Capacity, fp.ErrorRate)
+	}
+	return fmt.Sprintf("holding %d keys it takes the same %s, in its first sub-filter", keys, bytesText(fp.FileBytes))
 }
