@@ -4,9 +4,11 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,4 +259,54 @@ func TestFootprintHoldingIsWhatAddsMake(t *testing.T) {
 	// A refused config is refused as Create refuses it, whatever the keys.
 	_, err = FootprintHolding(Config{Capacity: 10, ErrorRate: 2}, 1_000)
 	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+// Over random configs and key counts, FootprintHolding opens sub-filters
+// only while those before fall short of the keys, keeps the chain under
+// its rate, and refuses only with ErrChainFull or ErrInvalidConfig.
+func TestFootprintHoldingOpensNoMoreThanNeeded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	grown := 0
+	for range 100 {
+		cfg := Config{
+			Capacity:     1 + rng.Uint64N(1_000_000),
+			ErrorRate:    []float64{0.1, 0.01, 0.001, 1e-6}[rng.IntN(4)],
+			Tightening:   0.3 + 0.65*rng.Float64(),
+			Growth:       1 + 3*rng.Float64(),
+			Fixed:        rng.IntN(5) == 0,
+			CountersOnly: rng.IntN(3) == 0,
+		}
+		keys := rng.Uint64N(cfg.Capacity * 100)
+		fp, err := FootprintHolding(cfg, keys)
+		if err != nil {
+			require.True(t, errors.Is(err, ErrChainFull) || errors.Is(err, ErrInvalidConfig), "%+v, %d keys: %v", cfg, keys, err)
+			continue
+		}
+		require.GreaterOrEqual(t, fp.SubFilters, 1)
+		require.LessOrEqual(t, fp.SubFilters, MaxSubFilters)
+		require.LessOrEqual(t, fp.ErrorRate, cfg.ErrorRate*(1+1e-12), "%+v", cfg)
+		require.Zero(t, fp.FileBytes%PageSize)
+		require.GreaterOrEqual(t, fp.FileBytes, HeaderBytes+fp.CounterBytes+fp.PresenceBytes)
+		require.Equal(t, cfg.CountersOnly, fp.PresenceBytes == 0)
+		if cfg.Fixed {
+			require.Equal(t, 1, fp.SubFilters)
+			continue
+		}
+		require.GreaterOrEqual(t, fp.Capacity, keys, "%+v", cfg)
+		if fp.SubFilters > 1 {
+			// One sub-filter fewer holds fewer keys than asked for.
+			grown++
+			last, err := cfg.withDefaults().params().Level(fp.SubFilters - 1)
+			require.NoError(t, err)
+			before := fp.Capacity - last.Capacity
+			require.Less(t, before, keys, "%+v: %d sub-filters would do", cfg, fp.SubFilters-1)
+			prev, err := FootprintHolding(cfg, before)
+			require.NoError(t, err)
+			require.Equal(t, fp.SubFilters-1, prev.SubFilters)
+			next, err := FootprintHolding(cfg, before+1)
+			require.NoError(t, err)
+			require.Equal(t, fp, next)
+		}
+	}
+	require.Greater(t, grown, 50, "most chains grew past one sub-filter")
 }
