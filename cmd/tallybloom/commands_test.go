@@ -607,6 +607,16 @@ func TestCreateDryRunSaysWhetherThereIsRoom(t *testing.T) {
 	assert.Equal(t, 1, code, "the answer is no")
 	assert.Contains(t, errOut, " free: too little for "+bytesText(grown.FileBytes)+"\n")
 	assert.NoFileExists(t, path)
+
+	// create makes it, whose first sub-filter fits, and warns that the
+	// rest will not.
+	out, errOut, code = tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01", "--holding", fmt.Sprint(capacity))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "holding "+fmt.Sprint(capacity)+" keys, none retired, it takes "+bytesText(grown.FileBytes))
+	assert.Regexp(t, `^warning: `+regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free, too little for the [0-9.]+ [KMGT]?i?B more it takes holding `+fmt.Sprint(capacity)+` keys\n$`, errOut)
+	_, errOut, code = tallybloom(t, "create", filepath.Join(dir, "fits.tb"), "--capacity", "1000", "--error-rate", "0.01", "--holding", "5000")
+	require.Equal(t, 0, code)
+	assert.Empty(t, errOut, "no warning where the room is there")
 }
 
 // fullChain is a file of growth 1 whose chain holds all the sub-filters it

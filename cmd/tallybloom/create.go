@@ -28,10 +28,11 @@ room, so a filter larger than the cache answers more slowly.
 
 create says what the file takes, all of it reserved on disk at once, and
 with --holding N what it will take once N keys are added with none
-retired, in the sub-filters the chain opens for them (and refuses a chain
-that cannot hold N). --dry-run says so, and how much room the directory's
-file system has left, and creates nothing: it exits 1 when the room is too
-little.`,
+retired, in the sub-filters the chain opens for them: it refuses a chain
+that cannot hold N, and warns when the file system has too little room for
+the sub-filters still to come. --dry-run says so, and how much room the
+directory's file system has left, and creates nothing: it exits 1 when the
+room is too little.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fp, err := engine.FootprintOf(cfg)
@@ -80,6 +81,14 @@ little.`,
 			// What the parameters cost, before any key is added: the
 			// question of whoever sizes a filter of billions of keys.
 			fmt.Fprintf(out, "the file takes %s\n", strings.Join(plan, "\n"))
+			// The first sub-filter's room is reserved now, the rest as
+			// the chain opens them: warn now if it is not there.
+			if later := need - fp.FileBytes; later > 0 {
+				if free, ok := freeBytes(filepath.Dir(args[0])); ok && free < later {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s has %s free, too little for the %s more it takes holding %d keys\n",
+						filepath.Dir(args[0]), bytesText(free), bytesText(later), holding)
+				}
+			}
 			return f.Close()
 		},
 	}
