@@ -26,11 +26,11 @@ grows (adds past capacity are accepted and show as overfilled).
 a fifth smaller and lookups read the counters, which take four times the
 room, so a filter larger than the cache answers more slowly.
 
-create says what the file takes, all of it reserved on disk at once, and
-with --holding N what it will take once N keys are added with none
-retired, in the sub-filters the chain opens for them: it refuses a chain
-that cannot hold N, and warns when the file system has too little room for
-the sub-filters still to come. --dry-run says so, and how much room the
+create says what the file takes, reserved on disk at once, and with
+--holding N what it will take once N keys are added with none retired, in
+the sub-filters the chain opens for them: it refuses a chain that cannot
+hold N, and warns when the file system has too little room for the
+sub-filters still to come. --dry-run says so, and how much room the
 directory's file system has left, and creates nothing: it exits 1 when the
 room is too little.`,
 		Args: exactArgs(1),
@@ -118,7 +118,7 @@ func footprintText(fp engine.Footprint) string {
 		bytesText(fp.FileBytes), fp.Capacity, fp.ErrorRate, bytesText(fp.CounterBytes), presence)
 }
 
-// holdingText is what a filter takes once keys adds were made into it.
+// holdingText is what a filter of footprint fp takes holding keys keys.
 func holdingText(fp engine.Footprint, keys uint64) string {
 	switch {
 	case fp.SubFilters > 1:
