@@ -27,7 +27,8 @@ type Script struct{ s *redis.Script }
 
 func newScript(src string) *Script { return &Script{redis.NewScript(src)} }
 
-// timed is r with each call bounded by timeout.
+// timed is r with each call bounded by timeout, and a refusal for want of
+// memory told as ErrRedisFull.
 type timed struct {
 	Redis
 	timeout time.Duration
@@ -36,7 +37,8 @@ type timed struct {
 func (t timed) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	return t.Redis.Eval(ctx, s, readOnly, keys, args...)
+	answer, err := t.Redis.Eval(ctx, s, readOnly, keys, args...)
+	return answer, redisFull(err)
 }
 
 // goRedis adapts go-redis, a standalone or cluster client.

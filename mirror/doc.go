@@ -28,7 +28,12 @@
 // by hand, is never read as zeros: checks return ErrPartLost, and a batch
 // that would write into it writes nothing and makes the mirror write a
 // full copy. Run Redis with maxmemory-policy noeviction, or a volatile-
-// policy: the copy's keys have no expiry.
+// policy: the copy's keys have no expiry. Give it a maxmemory with room
+// for the filter's counters twice, since a full copy is written beside
+// the live one until it replaces it. Short of room, Redis refuses the
+// writer's writes (ErrRedisFull): Push returns it, a Mirror shows it in
+// Stats.LastError and catches up once there is room, and checkers, whose
+// script writes nothing, read the live copy meanwhile.
 //
 // # Shipping
 //

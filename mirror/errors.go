@@ -46,7 +46,25 @@ var (
 	// part as zeros, which would say keys the filter holds are absent; the
 	// writer's mirror, finding it, writes a full copy.
 	ErrPartLost = errors.New("mirror: Redis lost a part of the copy")
+
+	// ErrRedisFull: Redis refused a write because its used memory is over
+	// its maxmemory and its policy frees nothing (noeviction, as the copy's
+	// keys need). A full copy is written beside the live one until it
+	// replaces it, so Redis needs room for the filter's counters twice
+	// (mirror stats shows them). A Mirror tries again, shown in
+	// Stats.LastError, and catches up once there is room; Push returns
+	// the error. Checkers read on meanwhile: their script writes nothing.
+	ErrRedisFull = errors.New("mirror: Redis is out of memory")
 )
+
+// redisFull is err as ErrRedisFull where Redis refused it for want of
+// memory (an OOM reply, from a command or from a script's call).
+func redisFull(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
+		return fmt.Errorf("%w, and a full copy needs room for the counters, beside any copy it replaces: %w", ErrRedisFull, err)
+	}
+	return err
+}
 
 // partLost is ErrPartLost naming the part, from a script's TBPART.
 func partLost(part string) error {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -627,4 +628,71 @@ func testInterruptedCopyLeavesNothing(t *testing.T, r Redis, raw redis.Universal
 		requireSame(t, ctx, r, name, small)
 		assert.Equal(t, copyKeys(small, name, 4, 4096), keysLike(t, raw, "{strays}*"), "record %q", record)
 	}
+}
+
+// TestRedisOutOfMemory: a Redis whose used memory is over its maxmemory,
+// with noeviction, refuses the writer's writes as ErrRedisFull: Push
+// returns it, and a Mirror shows it in Stats and catches up once Redis has
+// room. Checkers read the live copy all the while.
+func TestRedisOutOfMemory(t *testing.T) {
+	s := redistest.StartServer(t, "--maxmemory-policy", "noeviction")
+	raw := redistest.Client(t, s)
+	r := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 20_000, ErrorRate: 0.01, Seed: 3})
+	for i := range uint64(1000) {
+		require.NoError(t, f.Add(key(i), 1))
+	}
+	_, err := Push(ctx, f, r, "full", nil)
+	require.NoError(t, err)
+
+	// Fill Redis to its maxmemory with other keys.
+	info, err := raw.Info(ctx, "memory").Result()
+	require.NoError(t, err)
+	var usedMemory int64
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			usedMemory, err = strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+		}
+	}
+	require.Positive(t, usedMemory)
+	require.NoError(t, raw.ConfigSet(ctx, "maxmemory", strconv.FormatInt(usedMemory+1<<20, 10)).Err())
+	junk := strings.Repeat("x", 64<<10)
+	for i := 0; ; i++ {
+		if err := raw.Set(ctx, "junk-"+strconv.Itoa(i), junk, 0).Err(); err != nil {
+			require.ErrorContains(t, err, "OOM")
+			break
+		}
+		require.Less(t, i, 1000, "Redis took 64 MiB past a maxmemory 1 MiB above its use")
+	}
+
+	for i := uint64(1000); i < 2000; i++ {
+		require.NoError(t, f.Add(key(i), 1))
+	}
+	_, err = Push(ctx, f, r, "full", nil)
+	require.ErrorIs(t, err, ErrRedisFull)
+	assert.Contains(t, err.Error(), "OOM command not allowed")
+
+	c, err := NewChecker(ctx, r, "full")
+	require.NoError(t, err, "a checker starts on a full Redis")
+	for _, k := range []uint64{0, 999} {
+		present, err := c.Contains(ctx, key(k))
+		require.NoError(t, err)
+		assert.True(t, present, "key %d, in the live copy", k)
+	}
+
+	m, err := Attach(f, r, "full", &Options{Backoff: 5 * time.Millisecond, Timeout: time.Second})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Eventually(t, func() bool {
+		return strings.Contains(m.Stats().LastError, ErrRedisFull.Error())
+	}, 10*time.Second, 10*time.Millisecond, "the mirror says why it does not catch up")
+	require.NoError(t, raw.ConfigSet(ctx, "maxmemory", "0").Err())
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "full", f)
+	present, err := c.Contains(ctx, key(1999))
+	require.NoError(t, err)
+	assert.True(t, present, "the new copy, once Redis had room")
 }
