@@ -108,6 +108,16 @@ func TestMirrorCommandErrors(t *testing.T) {
 	assert.Contains(t, errOut, "Usage:")
 }
 
+// A Redis with too little memory for the copy is named as the cause, with
+// the size of the counters it must make room for.
+func TestMirrorPushSaysRedisIsOutOfMemory(t *testing.T) {
+	s := redistest.StartServer(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+	path := newFile(t, "--capacity", "200000", "--error-rate", "0.01")
+	_, errOut, code := tallybloom(t, "mirror", "push", path, "--redis", s.URL(), "--name", "big")
+	assert.Equal(t, 2, code)
+	assert.Regexp(t, `Redis is out of memory, and a full copy needs room for the counters, beside any copy it replaces: OOM command not allowed .*\(`+regexp.QuoteMeta(path)+` holds 1\.8 MiB of counters\)\n$`, errOut)
+}
+
 // TALLYBLOOM_REDIS stands in for --redis, so that a URL holding a password
 // need not be on a command line, which every user of the machine can read.
 func TestRedisURLFromTheEnvironment(t *testing.T) {

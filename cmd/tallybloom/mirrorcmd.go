@@ -186,6 +186,9 @@ one instead (mirror.Attach).`,
 				}
 				if first || renewed || !current() {
 					seq, err := pusher.Push(ctx, file.Filter)
+					if errors.Is(err, mirror.ErrRedisFull) {
+						err = fmt.Errorf("%w (%s holds %s of counters)", err, args[0], bytesText(file.Stats().CounterBytes))
+					}
 					switch {
 					case err == nil:
 						retry = 0
