@@ -242,6 +242,64 @@ func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 	require.NoError(t, Verify(f.Path()))
 }
 
+// NextSubFilter is the sub-filter the chain then opens, by its level,
+// capacity, rate and the room the file grows by, in the writer and in a
+// reader; after DropBefore, the level it freed. A fixed filter, a full
+// chain and a closed filter open none.
+func TestNextSubFilterIsTheOneThatOpens(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Seed: 4})
+	reader, err := Open(f.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer reader.Close()
+	next := uint64(0)
+	opens := func(level int) {
+		t.Helper()
+		plan, ok := f.NextSubFilter()
+		require.True(t, ok)
+		assert.Equal(t, level, plan.Level)
+		seen, ok := reader.NextSubFilter()
+		require.True(t, ok)
+		assert.Equal(t, plan, seen, "a reader sees the same")
+		size, err := f.file.Size()
+		require.NoError(t, err)
+		held := len(f.Stats().SubFilters)
+		for len(f.Stats().SubFilters) == held {
+			require.NoError(t, f.Add(key(next), next))
+			next++
+		}
+		subs := f.Stats().SubFilters
+		opened := subs[len(subs)-1]
+		assert.Equal(t, plan, SubFilterPlan{Level: opened.Level, Capacity: opened.Capacity, ErrorRate: opened.ErrorRate, FileBytes: plan.FileBytes})
+		grown, err := f.file.Size()
+		require.NoError(t, err)
+		if level == len(subs)-1 { // appended, not in a gap a retired one left
+			assert.Equal(t, plan.FileBytes, uint64(grown-size), "the room the file grew by")
+		}
+		assert.Equal(t, f.regionBytes(opened.geometry()), plan.FileBytes)
+	}
+	opens(1)
+	opens(2)
+	_, err = f.DropBefore(f.Stats().SubFilters[1].FirstID)
+	require.NoError(t, err)
+	opens(0)
+	opens(3)
+
+	fixed := newTestFilter(t, Config{Capacity: 100, ErrorRate: 0.01, Fixed: true})
+	_, ok := fixed.NextSubFilter()
+	assert.False(t, ok, "a fixed filter overfills")
+	full := newTestFilter(t, Config{Capacity: 2, ErrorRate: 0.01, Growth: 1})
+	id := fillChain(t, full, MaxSubFilters-1, 0)
+	plan, ok := full.NextSubFilter()
+	require.True(t, ok)
+	assert.Equal(t, MaxSubFilters-1, plan.Level)
+	fillChain(t, full, MaxSubFilters, id)
+	_, ok = full.NextSubFilter()
+	assert.False(t, ok, "a full chain opens none")
+	require.NoError(t, f.Close())
+	_, ok = f.NextSubFilter()
+	assert.False(t, ok, "nor does a closed filter")
+}
+
 func TestCloseThenOpenGivesIdenticalAnswers(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 2_000, ErrorRate: 0.01})
 	for i := range uint64(10_000) {

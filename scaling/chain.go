@@ -290,16 +290,9 @@ func retirable(subs []*SubFilter, id uint64) int {
 // appends it to the chain.
 func (c *Chain) open(firstID uint64) (*SubFilter, error) {
 	subs := c.current.Load().subs
-	if len(subs) == MaxSubFilters {
+	level, ok := nextLevel(subs)
+	if !ok {
 		return nil, fmt.Errorf("%w: it holds %d sub-filters, the most it can; retire old ones with DropBefore", ErrChainFull, MaxSubFilters)
-	}
-	var held uint64
-	for _, s := range subs {
-		held |= 1 << s.Level
-	}
-	level := 0
-	for held&(1<<level) != 0 {
-		level++
 	}
 	shape := c.planned[level]
 	if shape == nil {
@@ -323,6 +316,27 @@ func (c *Chain) open(firstID uint64) (*SubFilter, error) {
 	c.storage.Publish(grown)
 	c.publish(grown)
 	return sub, nil
+}
+
+// NextLevel is the level of the sub-filter the chain opens next; ok is
+// false when it holds MaxSubFilters and can open none.
+func (c *Chain) NextLevel() (level int, ok bool) { return nextLevel(c.current.Load().subs) }
+
+// nextLevel is the lowest level none of subs holds: a retired sub-filter's
+// level is taken again.
+func nextLevel(subs []*SubFilter) (int, bool) {
+	if len(subs) == MaxSubFilters {
+		return 0, false
+	}
+	var held uint64
+	for _, s := range subs {
+		held |= 1 << s.Level
+	}
+	level := 0
+	for held&(1<<level) != 0 {
+		level++
+	}
+	return level, true
 }
 
 // route finds the sub-filter that owns id: the newest whose FirstID is at
