@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -114,6 +115,11 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 			err = flushErr
 		}
 		after := f.Stats()
+		var next *nextJSON // the room for it, which adds may need
+		var free *uint64
+		if verb != "remove" {
+			next, free = nextOf(f, filepath.Dir(path))
+		}
 		closeErr := f.Close()
 		stopped := errors.Is(err, errStopped)
 		switch {
@@ -135,6 +141,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		if verb != "remove" {
 			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
 			warnChainNearlyFull(cmd.ErrOrStderr(), before, after)
+			warnNoRoomForNext(cmd.ErrOrStderr(), after, next, free)
 		}
 		switch {
 		case stopped:
@@ -288,6 +295,24 @@ func warnChainNearlyFull(w io.Writer, before, after engine.Stats) {
 		return
 	}
 	fmt.Fprintf(w, "warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones\n", n, engine.MaxSubFilters)
+}
+
+// nextWarnFill is how full the newest sub-filter is when an add warns that
+// the disk has too little room for the next, which opens at the newest's
+// capacity.
+const nextWarnFill = 0.9
+
+// warnNoRoomForNext warns when the newest sub-filter is nearly full and its
+// file system has too little room for the sub-filter the chain opens next,
+// before the add that fails for it.
+func warnNoRoomForNext(w io.Writer, after engine.Stats, next *nextJSON, free *uint64) {
+	newest := after.SubFilters[len(after.SubFilters)-1]
+	if float64(newest.Count) < nextWarnFill*float64(newest.Capacity) {
+		return
+	}
+	if why, ok := noRoomForNext(next, free); ok {
+		fmt.Fprintf(w, "warning: %s\n", why)
+	}
 }
 
 // warnOverfilled tells of each sub-filter this run added keys to past its

@@ -78,7 +78,9 @@ func TestCreate(t *testing.T) {
 	assert.Equal(t, bytesText(uint64(info.Size())), line[1], "the size it said")
 	out, _, code = tallybloom(t, "stats", grown, "--json")
 	require.Equal(t, 0, code)
-	assert.Equal(t, 3, strings.Count(out, `"level":`), "the sub-filters it said")
+	var stats statsJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &stats))
+	assert.Len(t, stats.SubFilters, 3, "the sub-filters it said")
 
 	dry, _, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--holding", "900")
 	require.Equal(t, 0, code)
@@ -554,10 +556,18 @@ func TestStatsJSON(t *testing.T) {
 	assert.Equal(t, float64(3), second["first_id"])
 	assert.Equal(t, float64(2), second["capacity"])
 	assert.Equal(t, float64(1), second["count"])
+	next := s["next_sub_filter"].(map[string]any)
+	assert.Equal(t, float64(2), next["level"], "the sub-filter the chain opens next")
+	assert.Equal(t, float64(2), next["capacity"])
+	assert.Equal(t, float64(4096), next["file_bytes"])
+	if _, ok := freeBytes(filepath.Dir(path)); ok {
+		assert.Positive(t, s["free_bytes"], "the room for it")
+	}
 
 	out, _, code = tallybloom(t, "stats", path)
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "state       clean")
+	assert.Contains(t, out, "\nnext        level 2, for 2 keys at 0.00081: 4.0 KiB, reserved when the newest is full\n")
 	assert.Contains(t, out, "0..2")
 	assert.Contains(t, out, "3..")
 	assert.NotContains(t, out, "added (UTC)", "ids that are not Unix seconds are not shown as times")
@@ -670,6 +680,7 @@ func TestStatsWarnsOfAFullChain(t *testing.T) {
 	out, _, _ = tallybloom(t, "stats", path)
 	assert.Contains(t, out, "in 64 sub-filters (at most 64)")
 	assert.Contains(t, out, "warning     the chain holds all 64 sub-filters it can: once the newest is full, adds fail until drop-before retires old ones\n")
+	assert.NotContains(t, out, "\nnext ", "a full chain opens no sub-filter")
 
 	_, errOut, code := tallybloom(t, "add", "--id", "100", path, "one-more")
 	assert.Equal(t, 2, code, "the add the warning foretold")
@@ -682,6 +693,7 @@ func TestStatsWarnsOfAFullChain(t *testing.T) {
 	assert.False(t, s.ChainFull)
 	out, _, _ = tallybloom(t, "stats", path)
 	assert.NotContains(t, out, "warning")
+	assert.Contains(t, out, "\nnext        level 0, ", "the first level drop-before freed")
 	_, errOut, code = tallybloom(t, "add", "--id", "100", path, "one-more")
 	assert.Equal(t, 0, code, errOut)
 
@@ -692,6 +704,53 @@ func TestStatsWarnsOfAFullChain(t *testing.T) {
 	assert.False(t, s.ChainFull)
 	out, _, _ = tallybloom(t, "stats", fixed)
 	assert.Contains(t, out, "in 1 sub-filter, presence bits")
+	assert.NotContains(t, out, "\nnext ", "a fixed filter opens no sub-filter")
+	out, _, _ = tallybloom(t, "stats", "--json", fixed)
+	assert.NotContains(t, out, "next_sub_filter")
+}
+
+// stats, and an add that leaves the newest sub-filter nearly full, warn
+// when the file system has too little room for the sub-filter the chain
+// opens next, before the add that would fail for it.
+func TestWarnsOfNoRoomForTheNextSubFilter(t *testing.T) {
+	dir := t.TempDir()
+	free, ok := freeBytes(dir)
+	if !ok {
+		t.Skip("this system does not say how much room a file system has left")
+	}
+	// A first sub-filter of 1000 keys, and a second of free/5 keys, which
+	// takes more than twice the room left.
+	growth := float64(free/5) / 1000
+	path := filepath.Join(dir, "f.tb")
+	_, errOut, code := tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01", "--growth", fmt.Sprint(growth))
+	if code != 0 {
+		t.Skipf("%s free is more room than a sub-filter can take: %s", bytesText(free), errOut)
+	}
+	f, err := engine.Open(path, &engine.Options{ReadOnly: true})
+	require.NoError(t, err)
+	next, ok := f.NextSubFilter()
+	require.True(t, ok)
+	require.NoError(t, f.Close())
+	require.Greater(t, next.FileBytes, 2*free)
+
+	out, _, code := tallybloom(t, "stats", path)
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `\nwarning     the file system has [0-9.]+ [KMGT]?i?B free, too little for the next sub-filter's `+regexp.QuoteMeta(bytesText(next.FileBytes))+`: the add that opens it will fail\n`, out)
+
+	lines := func(from, to int) string {
+		var b strings.Builder
+		for id := from; id < to; id++ {
+			fmt.Fprintf(&b, "%d\tkey-%d\n", id, id)
+		}
+		return b.String()
+	}
+	_, errOut, code = tallybloomIn(t, lines(1, 800), "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "warning", "the newest is 80% full")
+	_, errOut, code = tallybloomIn(t, lines(800, 950), "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "warning: the file system has ")
+	assert.Contains(t, errOut, "too little for the next sub-filter's "+bytesText(next.FileBytes)+": the add that opens it will fail\n")
 }
 
 // A filter overfilled until every counter is non-zero still has stats, in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +31,42 @@ type statsJSON struct {
 	// Writer is the process that has the file open for writing, where the
 	// system says (Linux); absent when none has or it cannot tell.
 	Writer *writerJSON `json:"writer,omitempty"`
+	// Next is the sub-filter the chain opens next, absent where none will
+	// (a fixed filter, a full chain), and FreeBytes the room its file
+	// system has for it, absent where the system does not say.
+	Next      *nextJSON `json:"next_sub_filter,omitempty"`
+	FreeBytes *uint64   `json:"free_bytes,omitempty"`
+}
+
+type nextJSON struct {
+	Level     int     `json:"level"`
+	Capacity  uint64  `json:"capacity"`
+	ErrorRate float64 `json:"error_rate"`
+	FileBytes uint64  `json:"file_bytes"`
+}
+
+// nextOf is what stats says of the sub-filter f opens next, and of the
+// room for it in dir.
+func nextOf(f *engine.Filter, dir string) (*nextJSON, *uint64) {
+	plan, ok := f.NextSubFilter()
+	if !ok {
+		return nil, nil
+	}
+	next := &nextJSON{Level: plan.Level, Capacity: plan.Capacity, ErrorRate: plan.ErrorRate, FileBytes: plan.FileBytes}
+	if free, ok := freeBytes(dir); ok {
+		return next, &free
+	}
+	return next, nil
+}
+
+// noRoomForNext says that free bytes are too little for the next
+// sub-filter, where they are.
+func noRoomForNext(next *nextJSON, free *uint64) (string, bool) {
+	if next == nil || free == nil || *free >= next.FileBytes {
+		return "", false
+	}
+	return fmt.Sprintf("the file system has %s free, too little for the next sub-filter's %s: the add that opens it will fail",
+		bytesText(*free), bytesText(next.FileBytes)), true
 }
 
 // chainJSON says how many sub-filters the chain can hold, and whether it
@@ -156,6 +193,7 @@ that writer where the system says who it is (Linux).`,
 			defer f.Close()
 			s := statsOf(args[0], f.Stats())
 			s.Writer = writerOf(args[0])
+			s.Next, s.FreeBytes = nextOf(f, filepath.Dir(args[0]))
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -185,6 +223,13 @@ func printStatsTo(out io.Writer, s statsJSON) {
 	fmt.Fprintf(w, "keys\t%d added minus removed, about %.0f distinct\n", s.Count, s.EstimatedKeys)
 	fmt.Fprintf(w, "counters\t%s in %s, presence bits %s\n", bytesText(s.CounterBytes), s.subFilters(len(s.SubFilters)), bytesText(s.PresenceBytes))
 	s.printWarningTo(w)
+	if s.Next != nil {
+		fmt.Fprintf(w, "next\tlevel %d, for %d keys at %.2g: %s, reserved when the newest is full\n",
+			s.Next.Level, s.Next.Capacity, s.Next.ErrorRate, bytesText(s.Next.FileBytes))
+	}
+	if why, ok := noRoomForNext(s.Next, s.FreeBytes); ok {
+		fmt.Fprintf(w, "warning\t%s\n", why)
+	}
 	printSubFiltersTo(w, s.SubFilters)
 }
 
