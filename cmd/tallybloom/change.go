@@ -115,7 +115,9 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 			err = flushErr
 		}
 		after := f.Stats()
-		var next *nextJSON // the room for it, which adds may need
+		// The sub-filter the chain opens next, and its file system's room
+		// for it, of which an add warns.
+		var next *nextJSON
 		var free *uint64
 		if verb != "remove" {
 			next, free = nextOf(f, filepath.Dir(path))

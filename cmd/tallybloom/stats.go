@@ -45,8 +45,8 @@ type nextJSON struct {
 	FileBytes uint64  `json:"file_bytes"`
 }
 
-// nextOf is what stats says of the sub-filter f opens next, and of the
-// room for it in dir.
+// nextOf is the sub-filter f opens next, and the room the file system of
+// dir has for it, where the system says.
 func nextOf(f *engine.Filter, dir string) (*nextJSON, *uint64) {
 	plan, ok := f.NextSubFilter()
 	if !ok {
@@ -181,9 +181,11 @@ func statsCommand() *cobra.Command {
 		Use:   "stats FILE",
 		Short: "Show a filter's parameters, sub-filters and state",
 		Long: `Show the parameters, a table of sub-filters (id range, capacity, count, fill,
-expected false-positive rate, bytes), the sequence numbers and the file's
-state. Opens the file read-only: it works while a writer runs, and names
-that writer where the system says who it is (Linux).`,
+expected false-positive rate, bytes), the sub-filter the chain opens next
+and the room it takes (with a warning where the disk has too little), the
+sequence numbers and the file's state. Opens the file read-only: it works
+while a writer runs, and names that writer where the system says who it
+is (Linux).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
