@@ -99,6 +99,10 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 	}
 	before := f.Stats()
 	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
+	if verb != "remove" {
+		w := &watch{f: f, dir: filepath.Dir(path), note: p.note, subs: len(before.SubFilters)}
+		batch.looked = w.look
+	}
 	if verb == "dedupe" {
 		batch.unique = bufio.NewWriter(cmd.OutOrStdout())
 	}
@@ -115,13 +119,6 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 			err = flushErr
 		}
 		after := f.Stats()
-		// The sub-filter the chain opens next, and its file system's room
-		// for it, of which an add warns.
-		var next *nextJSON
-		var free *uint64
-		if verb != "remove" {
-			next, free = nextOf(f, filepath.Dir(path))
-		}
 		closeErr := f.Close()
 		stopped := errors.Is(err, errStopped)
 		switch {
@@ -142,8 +139,6 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		}
 		if verb != "remove" {
 			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
-			warnChainNearlyFull(cmd.ErrOrStderr(), before, after)
-			warnNoRoomForNext(cmd.ErrOrStderr(), after, next, free)
 		}
 		switch {
 		case stopped:
@@ -208,6 +203,8 @@ type changer struct {
 	seen     map[string]struct{}
 	fresh    uint64 // keys added that were new
 	notFound uint64 // keys to remove that their sub-filter did not hold
+	// looked, if set, is called after each group is changed.
+	looked func()
 }
 
 func (c *changer) change(k keyItem) error {
@@ -224,6 +221,9 @@ func (c *changer) change(k keyItem) error {
 func (c *changer) flush() error {
 	if len(c.items) == 0 {
 		return nil
+	}
+	if c.looked != nil {
+		defer c.looked()
 	}
 	if c.unique != nil {
 		return c.dedupe()
@@ -288,32 +288,42 @@ func (c *changer) dedupe() error {
 // a day.
 const chainWarnRoom = 8
 
-// warnChainNearlyFull warns when the adds opened a sub-filter and the chain
-// is now within chainWarnRoom of the most it holds, before the add that
-// fails for it.
-func warnChainNearlyFull(w io.Writer, before, after engine.Stats) {
-	n := len(after.SubFilters)
-	if n <= len(before.SubFilters) || n < engine.MaxSubFilters-chainWarnRoom {
-		return
-	}
-	fmt.Fprintf(w, "warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones\n", n, engine.MaxSubFilters)
-}
-
 // nextWarnFill is how full the newest sub-filter is when an add warns that
 // the disk has too little room for the next, which opens at the newest's
 // capacity.
 const nextWarnFill = 0.9
 
-// warnNoRoomForNext warns when the newest sub-filter is nearly full and its
-// file system has too little room for the sub-filter the chain opens next,
-// before the add that fails for it.
-func warnNoRoomForNext(w io.Writer, after engine.Stats, next *nextJSON, free *uint64) {
-	newest := after.SubFilters[len(after.SubFilters)-1]
-	if float64(newest.Count) < nextWarnFill*float64(newest.Capacity) {
+// watch warns, as an add or a dedupe runs, of what would otherwise first
+// show as a failed add: a chain that opened one of its last sub-filters,
+// and a file system without room for the sub-filter it opens next. It
+// looks after each group of keys, so that a feed that never ends (tail -F)
+// hears of it when it happens, not when the feed stops.
+type watch struct {
+	f    *engine.Filter
+	dir  string
+	note func(line string)
+	subs int // how many sub-filters the chain held when last looked at
+	// roomFor is the first id of the newest sub-filter whose successor's
+	// room was looked at, once it was nearly full: once a sub-filter, as
+	// planning one takes a third of a millisecond.
+	roomFor    uint64
+	roomLooked bool
+}
+
+func (w *watch) look() {
+	s := w.f.Stats()
+	n := len(s.SubFilters)
+	if n > w.subs && n >= engine.MaxSubFilters-chainWarnRoom {
+		w.note(fmt.Sprintf("warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones", n, engine.MaxSubFilters))
+	}
+	w.subs = n
+	newest := s.SubFilters[n-1]
+	if float64(newest.Count) < nextWarnFill*float64(newest.Capacity) || (w.roomLooked && w.roomFor == newest.FirstID) {
 		return
 	}
-	if why, ok := noRoomForNext(next, free); ok {
-		fmt.Fprintf(w, "warning: %s\n", why)
+	w.roomFor, w.roomLooked = newest.FirstID, true
+	if why, ok := noRoomForNext(nextOf(w.f, w.dir)); ok {
+		w.note("warning: " + why)
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
 )
 
 // started is the command running with its standard input a pipe the test
@@ -119,6 +121,53 @@ func TestKeepGoingOnAFeed(t *testing.T) {
 	require.NoError(t, add.in.Close())
 	assert.Equal(t, 2, add.exitCode(t))
 	assert.Contains(t, add.errOut.String(), "line 2: urlkey: not a URL with a host")
+}
+
+// A feed that never ends hears of a chain nearly full, and of a disk
+// without room for the next sub-filter, when its add opens one or nears
+// it: not when the feed stops.
+func TestAFeedIsWarnedAsItHappens(t *testing.T) {
+	path := newFile(t, "--capacity", "1", "--error-rate", "0.01", "--growth", "1")
+	var lines strings.Builder
+	for id := 1; id < engine.MaxSubFilters-chainWarnRoom; id++ {
+		fmt.Fprintf(&lines, "%d\tkey-%d\n", id, id)
+	}
+	_, errOut, code := tallybloomIn(t, lines.String(), "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+
+	add := start(t, "add", "--with-ids", path)
+	_, err := fmt.Fprintf(add.in, "%d\tkey-next\n", engine.MaxSubFilters-chainWarnRoom)
+	require.NoError(t, err)
+	want := "warning: the chain holds 56 of the 64 sub-filters it can"
+	require.Eventually(t, func() bool { return strings.Contains(add.errOut.String(), want) },
+		10*time.Second, 10*time.Millisecond, "while add still reads: %s", add.errOut.String())
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
+	assert.Equal(t, 1, strings.Count(add.errOut.String(), want), "once")
+
+	dir := t.TempDir()
+	free, ok := freeBytes(dir)
+	if !ok {
+		return
+	}
+	roomy := filepath.Join(dir, "f.tb")
+	_, errOut, code = tallybloom(t, "create", roomy, "--capacity", "10", "--error-rate", "0.01", "--growth", fmt.Sprint(float64(free/5)/10))
+	if code != 0 {
+		t.Logf("%s free is more room than a sub-filter can take: %s", bytesText(free), errOut)
+		return
+	}
+	add = start(t, "add", "--with-ids", roomy)
+	for id := 1; id <= 9; id++ {
+		_, err := fmt.Fprintf(add.in, "%d\tkey-%d\n", id, id)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(add.errOut.String(), "too little for the next sub-filter's") },
+		10*time.Second, 10*time.Millisecond, "while add still reads: %s", add.errOut.String())
+	_, err = io.WriteString(add.in, "10\tkey-10\n")
+	require.NoError(t, err)
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
+	assert.Equal(t, 1, strings.Count(add.errOut.String(), "too little for the next"), "once for a sub-filter")
 }
 
 // dedupe on a feed prints each new line before it waits for more input.
