@@ -33,9 +33,9 @@ func changeCommand(verb string) *cobra.Command {
 (blank lines are skipped), streaming: the keys read are changed before the
 command waits for more, so keys fed slowly (tail -f) take effect as they
 come. Interrupted (SIGINT, SIGTERM), it changes the keys it has read, says
-how many, and exits 130 or 143. Every key gets --id (default: the
-current Unix time in seconds), or, with --with-ids, the id before a tab:
-ID<TAB>KEY. --url stores each key as a URL in canonical form, the form
+how many, and exits 130 or 143. Every key gets --id (by default the
+second it is added at, in Unix seconds: its insertion time), or, with
+--with-ids, the id before a tab: ID<TAB>KEY. --url stores each key as a URL in canonical form, the form
 check --rollup looks for: the host and the path a browser would ask for,
 without scheme, port, user, query or fragment, with escapes, dot segments
 and backslashes undone (spam.example/x/../%77in is spam.example/win).
@@ -66,13 +66,13 @@ across runs, for a click log, say: tail -F clicks | tallybloom dedupe
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("id") {
-				id = uint64(time.Now().Unix())
-			}
-			return change(cmd, verb, args[0], args[1:], id, opts, keepGoing)
+			// Without --id (or --with-ids) a key's id is the second it is
+			// added at: its insertion time, which a feed that runs for
+			// days needs, so that sub-filters follow the days.
+			return change(cmd, verb, args[0], args[1:], id, !cmd.Flags().Changed("id"), opts, keepGoing)
 		},
 	}
-	cmd.Flags().Uint64Var(&id, "id", 0, "id of every key (default: now, in Unix seconds)")
+	cmd.Flags().Uint64Var(&id, "id", 0, "id of every key (default: the second each key is added at, in Unix seconds)")
 	cmd.Flags().BoolVar(&opts.withIDs, "with-ids", false, "read ID<TAB>KEY lines")
 	cmd.Flags().BoolVar(&opts.asURL, "url", false, "keys are URLs, stored in canonical form")
 	cmd.MarkFlagsMutuallyExclusive("id", "with-ids")
@@ -81,7 +81,9 @@ across runs, for a click log, say: tail -F clicks | tallybloom dedupe
 	return cmd
 }
 
-func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opts keyOptions, keepGoing bool) error {
+// change adds, removes or dedupes keys: each with id, or with idNow the
+// second it is changed at, unless the lines give ids (opts.withIDs).
+func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idNow bool, opts keyOptions, keepGoing bool) error {
 	f, err := openFilter(path, filterOptions(cmd, false))
 	if err != nil {
 		return err
@@ -98,7 +100,8 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 		opts.skip = skipper.skip
 	}
 	before := f.Stats()
-	batch := &changer{f: f, remove: verb == "remove", seen: map[string]struct{}{}}
+	idNow = idNow && !opts.withIDs
+	batch := &changer{f: f, remove: verb == "remove", idNow: idNow, seen: map[string]struct{}{}}
 	if verb != "remove" {
 		w := &watch{f: f, dir: filepath.Dir(path), note: p.note, subs: len(before.SubFilters)}
 		batch.looked = w.look
@@ -138,7 +141,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, opt
 			p.summary("removed %s (%d not found)", counted(p.keys-batch.notFound, "key"), batch.notFound)
 		}
 		if verb != "remove" {
-			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs)
+			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs, idNow)
 		}
 		switch {
 		case stopped:
@@ -190,6 +193,10 @@ const changeGroup = 1024
 type changer struct {
 	f      *engine.Filter
 	remove bool
+	// idNow gives each group's keys the second the group is changed at as
+	// their id: a group is changed at once, or before the command waits
+	// for more input.
+	idNow bool
 	// unique, for dedupe, is where the lines of new keys go: each key is
 	// tested and added in one step, in order, so that a key repeated
 	// within a group is new only the first time.
@@ -224,6 +231,12 @@ func (c *changer) flush() error {
 	}
 	if c.looked != nil {
 		defer c.looked()
+	}
+	if c.idNow {
+		now := uint64(time.Now().Unix())
+		for i := range c.items {
+			c.items[i].id = now
+		}
 	}
 	if c.unique != nil {
 		return c.dedupe()
@@ -331,7 +344,7 @@ func (w *watch) look() {
 // capacity, whose false-positive rate is then above what it was built for:
 // nothing else would say so until someone reads stats. id is the id of
 // every key, unless withIDs.
-func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs bool) {
+func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs, idNow bool) {
 	counts := map[int]uint64{}
 	for _, sub := range before.SubFilters {
 		counts[sub.Level] = sub.Count
@@ -349,8 +362,10 @@ func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs 
 	case !warned:
 	case after.Config.Fixed:
 		fmt.Fprintln(w, "  a fixed filter never grows: make one with a larger --capacity")
+	case idNow:
+		fmt.Fprintln(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and a key's id is the second it was added at: more keys came in one second than a sub-filter holds; give keys growing ids with --with-ids, or the filter a larger --capacity")
 	case !withIDs:
-		fmt.Fprintf(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and every key had id %d (--id is the current second unless given): give keys growing ids with --with-ids\n", id)
+		fmt.Fprintf(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and every key had id %d: give keys growing ids with --with-ids\n", id)
 	default:
 		fmt.Fprintln(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and a key with an older id goes to the sub-filter that owns it: give keys growing ids")
 	}

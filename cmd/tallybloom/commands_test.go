@@ -371,7 +371,14 @@ func TestAddWarnsOfOverfilling(t *testing.T) {
 	require.Equal(t, 0, code, errOut, "a warning, not a failure")
 	assert.Contains(t, errOut, "added 150 keys")
 	assert.Regexp(t, `warning: the sub-filter of ids from 0 holds 250 keys, 250% of the 100 it was built for: its false-positive rate is about 0\.\d+, where it was built for 0\.001\n`, errOut)
-	assert.Contains(t, errOut, "every key had id 7 (--id is the current second unless given): give keys growing ids with --with-ids")
+	assert.Contains(t, errOut, "every key had id 7: give keys growing ids with --with-ids")
+
+	// Without --id a key's id is the second it is added at: a thousand
+	// keys come in a second or two, past what one sub-filter holds.
+	now := newFile(t, "--capacity", "100", "--error-rate", "0.01", "--growth", "1")
+	_, errOut, code = tallybloomIn(t, keysIn("n", 1000, 0, false), "add", now)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "a key's id is the second it was added at: more keys came in one second than a sub-filter holds")
 
 	// Growing ids open new sub-filters and leave the overfilled one alone.
 	_, errOut, code = tallybloomIn(t, keysIn("c", 400, 8, true), "add", "--with-ids", path)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -168,6 +169,33 @@ func TestAFeedIsWarnedAsItHappens(t *testing.T) {
 	require.NoError(t, add.in.Close())
 	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
 	assert.Equal(t, 1, strings.Count(add.errOut.String(), "too little for the next"), "once for a sub-filter")
+}
+
+// Without --id, a feed's keys get the second they are added at, so that
+// sub-filters follow time as the feed runs, and drop-before --older-than
+// can retire them: a full sub-filter gives way to a new one for a key of a
+// later second.
+func TestAFeedsKeysGetTheSecondTheyAreAdded(t *testing.T) {
+	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
+	add := start(t, "add", path)
+	_, err := io.WriteString(add.in, "first\nsecond\n")
+	require.NoError(t, err)
+	eventuallyPresent(t, path, "first", "second")
+	time.Sleep(1100 * time.Millisecond)
+	_, err = io.WriteString(add.in, "third\n")
+	require.NoError(t, err)
+	eventuallyPresent(t, path, "third")
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
+	assert.NotContains(t, add.errOut.String(), "warning")
+
+	out, _, code := tallybloom(t, "stats", "--json", path)
+	require.Equal(t, 0, code)
+	var s statsJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Len(t, s.SubFilters, 2, "the third key, a second later, opened a sub-filter")
+	assert.Greater(t, s.SubFilters[1].FirstID, s.SubFilters[0].MaxID)
+	assert.InDelta(t, float64(time.Now().Unix()), float64(s.SubFilters[1].MaxID), 10, "ids are Unix seconds")
 }
 
 // dedupe on a feed prints each new line before it waits for more input.
