@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -104,8 +103,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 	idNow = idNow && !opts.withIDs
 	batch := &changer{f: f, remove: verb == "remove", idNow: idNow, seen: map[string]struct{}{}}
 	if verb != "remove" {
-		w := &watch{f: f, dir: filepath.Dir(path), note: p.note, subs: len(before.SubFilters)}
-		batch.looked = w.look
+		batch.looked = newWatch(f, path, before, id, opts.withIDs, idNow, p.note).look
 	}
 	if verb == "dedupe" {
 		batch.unique = bufio.NewWriter(cmd.OutOrStdout())
@@ -122,7 +120,6 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 		if flushErr := batch.flush(); flushErr != nil {
 			err = flushErr
 		}
-		after := f.Stats()
 		closeErr := f.Close()
 		stopped := errors.Is(err, errStopped)
 		switch {
@@ -140,9 +137,6 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 			p.summary("read %s, %d new (printed and added)", counted(p.keys, "key"), batch.fresh)
 		default:
 			p.summary("removed %s (%d not found)", counted(p.keys-batch.notFound, "key"), batch.notFound)
-		}
-		if verb != "remove" {
-			warnOverfilled(cmd.ErrOrStderr(), before, after, id, opts.withIDs, idNow)
 		}
 		switch {
 		case stopped:
@@ -307,15 +301,25 @@ const chainWarnRoom = 8
 // capacity.
 const nextWarnFill = 0.9
 
-// watch warns, as an add or a dedupe runs, of what would otherwise first
-// show as a failed add: a chain that opened one of its last sub-filters,
-// and a file system without room for the sub-filter it opens next. It
-// looks after each group of keys, so that a feed that never ends (tail -F)
-// hears of it when it happens, not when the feed stops.
+// watch warns, as an add or a dedupe runs, of what nothing else would say
+// until someone reads stats, or an add fails: a sub-filter the keys fill
+// past its capacity, whose false-positive rate is then above what it was
+// built for; a chain that opened one of its last sub-filters; and a file
+// system without room for the sub-filter the chain opens next. It looks
+// after each group of keys, so that a feed that never ends (tail -F) hears
+// of it when it happens, not when the feed stops.
 type watch struct {
 	f    *engine.Filter
 	dir  string
 	note func(line string)
+	// counts are the sub-filters' counts, by level, when the run began:
+	// a sub-filter overfilled before it is warned of only if this run
+	// adds to it, once.
+	counts map[int]uint64
+	warned map[uint64]bool // the first ids of the sub-filters warned of
+	// why says why no new sub-filter took the keys, after the first
+	// overfilled one.
+	why  string
 	subs int // how many sub-filters the chain held when last looked at
 	// roomFor is the first id of the newest sub-filter whose successor's
 	// room was looked at, once it was nearly full: once a sub-filter, as
@@ -324,8 +328,41 @@ type watch struct {
 	roomLooked bool
 }
 
+// newWatch watches f, of path, from before, the stats before the run; a
+// key's id is id, or with idNow the second it is added at, unless the
+// lines give ids (withIDs).
+func newWatch(f *engine.Filter, path string, before engine.Stats, id uint64, withIDs, idNow bool, note func(string)) *watch {
+	w := &watch{f: f, dir: filepath.Dir(path), note: note, counts: map[int]uint64{}, warned: map[uint64]bool{}, subs: len(before.SubFilters)}
+	for _, sub := range before.SubFilters {
+		w.counts[sub.Level] = sub.Count
+	}
+	const grows = "  a full sub-filter gives way to a new one only for an id newer than every id it holds"
+	switch {
+	case before.Config.Fixed:
+		w.why = "  a fixed filter never grows: make one with a larger --capacity"
+	case idNow:
+		w.why = grows + ", and a key's id is the second it was added at: more keys came in one second than a sub-filter holds; give keys growing ids with --with-ids, or the filter a larger --capacity"
+	case !withIDs:
+		w.why = fmt.Sprintf("%s, and every key had id %d: give keys growing ids with --with-ids", grows, id)
+	default:
+		w.why = grows + ", and a key with an older id goes to the sub-filter that owns it: give keys growing ids"
+	}
+	return w
+}
+
 func (w *watch) look() {
 	s := w.f.Stats()
+	for _, sub := range s.SubFilters {
+		if !sub.Overfilled || sub.Count <= w.counts[sub.Level] || w.warned[sub.FirstID] {
+			continue
+		}
+		w.note(fmt.Sprintf("warning: the sub-filter of ids from %d holds %d keys, %.0f%% of the %d it was built for: its false-positive rate is about %.2g, where it was built for %.2g",
+			sub.FirstID, sub.Count, 100*float64(sub.Count)/float64(sub.Capacity), sub.Capacity, sub.ExpectedFalsePositiveRate(), sub.ErrorRate))
+		if len(w.warned) == 0 {
+			w.note(w.why)
+		}
+		w.warned[sub.FirstID] = true
+	}
 	n := len(s.SubFilters)
 	if n > w.subs && n >= engine.MaxSubFilters-chainWarnRoom {
 		w.note(fmt.Sprintf("warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones", n, engine.MaxSubFilters))
@@ -338,36 +375,5 @@ func (w *watch) look() {
 	w.roomFor, w.roomLooked = newest.FirstID, true
 	if why, ok := noRoomForNext(nextOf(w.f, w.dir)); ok {
 		w.note("warning: " + why)
-	}
-}
-
-// warnOverfilled tells of each sub-filter this run added keys to past its
-// capacity, whose false-positive rate is then above what it was built for:
-// nothing else would say so until someone reads stats. id is the id of
-// every key, unless withIDs.
-func warnOverfilled(w io.Writer, before, after engine.Stats, id uint64, withIDs, idNow bool) {
-	counts := map[int]uint64{}
-	for _, sub := range before.SubFilters {
-		counts[sub.Level] = sub.Count
-	}
-	warned := false
-	for _, sub := range after.SubFilters {
-		if !sub.Overfilled || sub.Count <= counts[sub.Level] {
-			continue
-		}
-		fmt.Fprintf(w, "warning: the sub-filter of ids from %d holds %d keys, %.0f%% of the %d it was built for: its false-positive rate is about %.2g, where it was built for %.2g\n",
-			sub.FirstID, sub.Count, 100*float64(sub.Count)/float64(sub.Capacity), sub.Capacity, sub.ExpectedFalsePositiveRate(), sub.ErrorRate)
-		warned = true
-	}
-	switch {
-	case !warned:
-	case after.Config.Fixed:
-		fmt.Fprintln(w, "  a fixed filter never grows: make one with a larger --capacity")
-	case idNow:
-		fmt.Fprintln(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and a key's id is the second it was added at: more keys came in one second than a sub-filter holds; give keys growing ids with --with-ids, or the filter a larger --capacity")
-	case !withIDs:
-		fmt.Fprintf(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and every key had id %d: give keys growing ids with --with-ids\n", id)
-	default:
-		fmt.Fprintln(w, "  a full sub-filter gives way to a new one only for an id newer than every id it holds, and a key with an older id goes to the sub-filter that owns it: give keys growing ids")
 	}
 }

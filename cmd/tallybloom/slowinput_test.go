@@ -146,6 +146,21 @@ func TestAFeedIsWarnedAsItHappens(t *testing.T) {
 	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
 	assert.Equal(t, 1, strings.Count(add.errOut.String(), want), "once")
 
+	// A sub-filter filled past its capacity by one id.
+	small := newFile(t, "--capacity", "2", "--error-rate", "0.01")
+	add = start(t, "add", "--id", "5", small)
+	_, err = io.WriteString(add.in, "a\nb\nc\n")
+	require.NoError(t, err)
+	overfilled := "warning: the sub-filter of ids from 0 holds 3 keys, 150% of the 2 it was built for"
+	require.Eventually(t, func() bool { return strings.Contains(add.errOut.String(), overfilled) },
+		10*time.Second, 10*time.Millisecond, "while add still reads: %s", add.errOut.String())
+	_, err = io.WriteString(add.in, "d\n")
+	require.NoError(t, err)
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
+	assert.Equal(t, 1, strings.Count(add.errOut.String(), "warning: the sub-filter of ids from 0"), "once a run")
+	assert.Contains(t, add.errOut.String(), "every key had id 5: give keys growing ids with --with-ids\n")
+
 	dir := t.TempDir()
 	free, ok := freeBytes(dir)
 	if !ok {
