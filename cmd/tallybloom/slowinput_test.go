@@ -124,9 +124,23 @@ func TestKeepGoingOnAFeed(t *testing.T) {
 	assert.Contains(t, add.errOut.String(), "line 2: urlkey: not a URL with a host")
 }
 
-// A feed that never ends hears of a chain nearly full, and of a disk
-// without room for the next sub-filter, when its add opens one or nears
-// it: not when the feed stops.
+// warnedWhileReading waits for the command's standard error to hold want
+// while it still reads, then feeds it more, closes its input and returns
+// its standard error once it has ended well.
+func (s *started) warnedWhileReading(t *testing.T, want, more string) string {
+	t.Helper()
+	require.Eventually(t, func() bool { return strings.Contains(s.errOut.String(), want) },
+		10*time.Second, 10*time.Millisecond, "%q while the command still reads", want)
+	_, err := io.WriteString(s.in, more)
+	require.NoError(t, err)
+	require.NoError(t, s.in.Close())
+	require.Equal(t, 0, s.exitCode(t), s.errOut.String())
+	return s.errOut.String()
+}
+
+// A feed that never ends hears of a sub-filter overfilled, a chain nearly
+// full, and a disk without room for the next sub-filter, when its add
+// fills, opens or nears one: not when the feed stops.
 func TestAFeedIsWarnedAsItHappens(t *testing.T) {
 	path := newFile(t, "--capacity", "1", "--error-rate", "0.01", "--growth", "1")
 	var lines strings.Builder
@@ -140,26 +154,17 @@ func TestAFeedIsWarnedAsItHappens(t *testing.T) {
 	_, err := fmt.Fprintf(add.in, "%d\tkey-next\n", engine.MaxSubFilters-chainWarnRoom)
 	require.NoError(t, err)
 	want := "warning: the chain holds 56 of the 64 sub-filters it can"
-	require.Eventually(t, func() bool { return strings.Contains(add.errOut.String(), want) },
-		10*time.Second, 10*time.Millisecond, "while add still reads: %s", add.errOut.String())
-	require.NoError(t, add.in.Close())
-	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
-	assert.Equal(t, 1, strings.Count(add.errOut.String(), want), "once")
+	errOut = add.warnedWhileReading(t, want, "")
+	assert.Equal(t, 1, strings.Count(errOut, want), "once")
 
 	// A sub-filter filled past its capacity by one id.
 	small := newFile(t, "--capacity", "2", "--error-rate", "0.01")
 	add = start(t, "add", "--id", "5", small)
 	_, err = io.WriteString(add.in, "a\nb\nc\n")
 	require.NoError(t, err)
-	overfilled := "warning: the sub-filter of ids from 0 holds 3 keys, 150% of the 2 it was built for"
-	require.Eventually(t, func() bool { return strings.Contains(add.errOut.String(), overfilled) },
-		10*time.Second, 10*time.Millisecond, "while add still reads: %s", add.errOut.String())
-	_, err = io.WriteString(add.in, "d\n")
-	require.NoError(t, err)
-	require.NoError(t, add.in.Close())
-	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
-	assert.Equal(t, 1, strings.Count(add.errOut.String(), "warning: the sub-filter of ids from 0"), "once a run")
-	assert.Contains(t, add.errOut.String(), "every key had id 5: give keys growing ids with --with-ids\n")
+	errOut = add.warnedWhileReading(t, "warning: the sub-filter of ids from 0 holds 3 keys, 150% of the 2 it was built for", "d\n")
+	assert.Equal(t, 1, strings.Count(errOut, "warning: the sub-filter of ids from 0"), "once a run")
+	assert.Contains(t, errOut, "every key had id 5: give keys growing ids with --with-ids\n")
 
 	dir := t.TempDir()
 	free, ok := freeBytes(dir)
@@ -177,13 +182,8 @@ func TestAFeedIsWarnedAsItHappens(t *testing.T) {
 		_, err := fmt.Fprintf(add.in, "%d\tkey-%d\n", id, id)
 		require.NoError(t, err)
 	}
-	require.Eventually(t, func() bool { return strings.Contains(add.errOut.String(), "too little for the next sub-filter's") },
-		10*time.Second, 10*time.Millisecond, "while add still reads: %s", add.errOut.String())
-	_, err = io.WriteString(add.in, "10\tkey-10\n")
-	require.NoError(t, err)
-	require.NoError(t, add.in.Close())
-	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
-	assert.Equal(t, 1, strings.Count(add.errOut.String(), "too little for the next"), "once for a sub-filter")
+	errOut = add.warnedWhileReading(t, "too little for the next sub-filter's", "10\tkey-10\n")
+	assert.Equal(t, 1, strings.Count(errOut, "too little for the next"), "once for a sub-filter")
 }
 
 // Without --id, a feed's keys get the second they are added at, so that
