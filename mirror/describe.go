@@ -33,6 +33,59 @@ type Description struct {
 	WriterFor time.Duration
 	// Pending is the generation of a copy being written, 0 if none.
 	Pending uint64
+	// Memory is the memory of the Redis server that holds the name's keys
+	// (on a cluster, the node of its slot), or nil where Redis does not
+	// let a script ask (INFO renamed away, or denied to the user).
+	Memory *Memory
+}
+
+// Memory is a Redis server's memory, as INFO memory gives it.
+type Memory struct {
+	// Used is the memory it uses, Max its maxmemory (0: no limit).
+	Used, Max uint64
+	// Policy is its maxmemory-policy: with a policy that evicts keys
+	// without an expiry (allkeys-lru, say), Redis may evict parts of the
+	// copy (ErrPartLost).
+	Policy string
+}
+
+// Evicts reports whether m's policy may evict the copy's keys, which have
+// no expiry.
+func (m Memory) Evicts() bool { return strings.HasPrefix(m.Policy, "allkeys-") }
+
+// memoryScript asks the server that holds KEYS[1] for its memory.
+var memoryScript = newScript(`return redis.call('INFO', 'memory')`)
+
+// memoryOf is the memory of the server that holds k's keys, or nil where
+// it cannot be asked or its answer is not INFO's.
+func memoryOf(ctx context.Context, r Redis, k keys) *Memory {
+	answer, err := r.Eval(ctx, memoryScript, true, []string{k.meta()})
+	info, ok := answer.(string)
+	if err != nil || !ok {
+		return nil
+	}
+	var m Memory
+	var used, limit bool
+	for line := range strings.Lines(info) {
+		field, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch field {
+		case "used_memory":
+			m.Used, err = strconv.ParseUint(value, 10, 64)
+			used = err == nil
+		case "maxmemory":
+			m.Max, err = strconv.ParseUint(value, 10, 64)
+			limit = err == nil
+		case "maxmemory_policy":
+			m.Policy = value
+		}
+	}
+	if !used || !limit {
+		return nil
+	}
+	return &m
 }
 
 // describeScript reads a name's live copy, claim and pending copy. KEYS:
@@ -82,5 +135,6 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 	if !d.Live && d.Writer == "" && d.Pending == 0 {
 		return Description{}, fmt.Errorf("%w: %q", ErrNotMirrored, name)
 	}
+	d.Memory = memoryOf(ctx, r, k)
 	return d, nil
 }

@@ -4,12 +4,16 @@ package mirror
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
 )
 
 // TestSecondWriterOfANameWaits: a mirror attached under a name another
@@ -160,6 +164,13 @@ func testDescribe(t *testing.T, r Redis, raw redis.UniversalClient) {
 	live, err := readMeta(ctx, r, keys{"described"})
 	require.NoError(t, err)
 	assert.Equal(t, live.gen, d.Generation)
+	// The memory of the server that holds the copy (on a cluster, its
+	// slot's node), as INFO gives it.
+	require.NotNil(t, d.Memory)
+	assert.Positive(t, d.Memory.Used)
+	assert.Zero(t, d.Memory.Max, "no maxmemory")
+	assert.Equal(t, "noeviction", d.Memory.Policy)
+	assert.False(t, d.Memory.Evicts())
 
 	// A first copy never made live: no copy, no writer, one pending.
 	assert.Error(t, push(ctx, f, failingSwitch{r}, "half", smallParts))
@@ -221,4 +232,36 @@ func testPusherHoldsTheNameBetweenPushes(t *testing.T, r Redis, raw redis.Univer
 	held, err = p.Holds(ctx, seq)
 	assert.NoError(t, err)
 	assert.False(t, held, "Redis lost the copy")
+}
+
+// Describe gives the Redis server's maxmemory and its policy, and does
+// without them where Redis does not let a script ask (INFO renamed away).
+func TestDescribeSaysRedisMemory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 2})
+	for _, c := range []struct {
+		args   []string
+		memory *Memory
+	}{
+		{[]string{"--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"}, &Memory{Max: 64 << 20, Policy: "allkeys-lru"}},
+		{[]string{"--maxmemory", "32mb", "--maxmemory-policy", "volatile-lru"}, &Memory{Max: 32 << 20, Policy: "volatile-lru"}},
+		{[]string{"--rename-command", "INFO", ""}, nil},
+	} {
+		r := dial(t, redistest.StartServer(t, c.args...).URL(), false)
+		_, err := Push(ctx, f, r, "memory", nil)
+		require.NoError(t, err)
+		d, err := Describe(ctx, r, "memory")
+		require.NoError(t, err, "%v", c.args)
+		assert.True(t, d.Live)
+		if c.memory == nil {
+			assert.Nil(t, d.Memory, "%v", c.args)
+			continue
+		}
+		require.NotNil(t, d.Memory, "%v", c.args)
+		assert.Positive(t, d.Memory.Used)
+		assert.Equal(t, c.memory.Max, d.Memory.Max)
+		assert.Equal(t, c.memory.Policy, d.Memory.Policy)
+		assert.Equal(t, strings.HasPrefix(c.memory.Policy, "allkeys-"), d.Memory.Evicts())
+	}
 }
