@@ -464,6 +464,39 @@ func TestMirrorStatsWarnsOfAFullChain(t *testing.T) {
 	assert.True(t, held.ChainFull)
 }
 
+// mirror stats gives the Redis server's memory, and warns of a maxmemory
+// policy that may evict the copy's parts and of too little room left for
+// a full copy beside it.
+func TestMirrorStatsWarnsOfRedisMemory(t *testing.T) {
+	s := redistest.StartServer(t, "--maxmemory", "1gb", "--maxmemory-policy", "allkeys-lru")
+	raw := redistest.Client(t, s)
+	remote := []string{"--redis", s.URL(), "--name", "big"}
+	path := newFile(t, "--capacity", "200000", "--error-rate", "0.01")
+	_, errOut, code := tallybloom(t, append([]string{"mirror", "push", path}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `\nredis       [0-9.]+ MiB used of a maxmemory of 1\.0 GiB, policy allkeys-lru\n`, out)
+	assert.Contains(t, out, "\nwarning     maxmemory-policy allkeys-lru may evict parts of the copy, which checks then find lost: run Redis with noeviction or a volatile- policy\n")
+	assert.NotContains(t, out, "too little for a full copy")
+
+	// 1 MiB left, where the counters take 1.8 MiB.
+	ctx := context.Background()
+	require.NoError(t, raw.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	out, _, code = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
+	require.Equal(t, 0, code)
+	var held copyJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &held))
+	require.NotNil(t, held.Memory)
+	assert.Equal(t, "noeviction", held.Memory.Policy)
+	assert.Equal(t, uint64(1<<30), held.Memory.Max)
+	require.NoError(t, raw.ConfigSet(ctx, "maxmemory", fmt.Sprint(held.Memory.Used+1<<20)).Err())
+	out, _, code = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code)
+	assert.NotContains(t, out, "may evict")
+	assert.Regexp(t, `\nwarning     Redis has [0-9.]+ [KM]iB of its maxmemory left, too little for a full copy's 1\.8 MiB of counters beside this one: the next full copy will fail\n`, out)
+}
+
 // Two mirror push --follow of different files under one name do not take
 // turns: the second waits, saying who holds the name, until the first
 // stops.

@@ -28,6 +28,30 @@ type copyJSON struct {
 	CounterBytes uint64 `json:"counter_bytes"`
 	chainJSON
 	SubFilters []subFilterJSON `json:"sub_filters"`
+	// Memory is the Redis server's that holds the copy, absent where
+	// Redis does not let a script ask.
+	Memory *memoryJSON `json:"redis_memory,omitempty"`
+}
+
+type memoryJSON struct {
+	Used   uint64 `json:"used_bytes"`
+	Max    uint64 `json:"max_bytes"`
+	Policy string `json:"policy"`
+}
+
+// warnings are what the Redis server's memory means for a copy of
+// counters bytes: a maxmemory policy that may evict its parts, or too
+// little room left for a full copy beside it.
+func (m memoryJSON) warnings(counters uint64) []string {
+	var w []string
+	if m.Max > 0 && (mirror.Memory{Policy: m.Policy}).Evicts() {
+		w = append(w, fmt.Sprintf("maxmemory-policy %s may evict parts of the copy, which checks then find lost: run Redis with noeviction or a volatile- policy", m.Policy))
+	}
+	if m.Max > 0 && m.Max < m.Used+counters {
+		w = append(w, fmt.Sprintf("Redis has %s of its maxmemory left, too little for a full copy's %s of counters beside this one: the next full copy will fail",
+			bytesText(m.Max-min(m.Used, m.Max)), bytesText(counters)))
+	}
+	return w
 }
 
 func copyOf(name string, d mirror.Description) copyJSON {
@@ -43,6 +67,9 @@ func copyOf(name string, d mirror.Description) copyJSON {
 			ExpectedErrorRate: sub.ExpectedFalsePositiveRate(), K: sub.K, Bytes: sub.Bytes,
 		})
 	}
+	if m := d.Memory; m != nil {
+		j.Memory = &memoryJSON{Used: m.Used, Max: m.Max, Policy: m.Policy}
+	}
 	return j
 }
 
@@ -55,8 +82,10 @@ func mirrorStatsCommand() *cobra.Command {
 		Long: `Show the copy Redis holds under NAME (its generation, the sequence of the
 last change it holds, its parameters and a table of its sub-filters), the
 process that writes its copies (whose claim on the name expires unless
-renewed), and a copy being written, if there is one. A name Redis holds
-nothing of is an error.`,
+renewed), a copy being written, if there is one, and the memory of the
+Redis server that holds it: it warns of a maxmemory-policy that may evict
+the copy's parts, and of too little room left for a full copy beside it.
+A name Redis holds nothing of is an error.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			client, err := remote.dial()
@@ -104,5 +133,15 @@ func printCopyTo(out io.Writer, c copyJSON) {
 	fmt.Fprintf(w, "keys\t%d added minus removed\n", c.Count)
 	fmt.Fprintf(w, "counters\t%s in %s\n", bytesText(c.CounterBytes), c.subFilters(len(c.SubFilters)))
 	c.printWarningTo(w)
+	if m := c.Memory; m != nil {
+		limit := ", no maxmemory"
+		if m.Max > 0 {
+			limit = " of a maxmemory of " + bytesText(m.Max)
+		}
+		fmt.Fprintf(w, "redis\t%s used%s, policy %s\n", bytesText(m.Used), limit, m.Policy)
+		for _, warning := range m.warnings(c.CounterBytes) {
+			fmt.Fprintf(w, "warning\t%s\n", warning)
+		}
+	}
 	printSubFiltersTo(w, c.SubFilters)
 }
