@@ -99,11 +99,10 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 	if keepGoing {
 		opts.skip = skipper.skip
 	}
-	before := f.Stats()
 	idNow = idNow && !opts.withIDs
 	batch := &changer{f: f, remove: verb == "remove", idNow: idNow, seen: map[string]struct{}{}}
 	if verb != "remove" {
-		batch.looked = newWatch(f, path, before, id, opts.withIDs, idNow, p.note).look
+		batch.looked = newWatch(f, path, f.Stats(), id, opts.withIDs, idNow, p.note).look
 	}
 	if verb == "dedupe" {
 		batch.unique = bufio.NewWriter(cmd.OutOrStdout())

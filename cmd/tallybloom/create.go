@@ -39,11 +39,11 @@ room is too little.`,
 			if err != nil {
 				return err
 			}
-			// A filter that cannot hold the keys asked for is refused
-			// before it is made.
 			plan := []string{footprintText(fp)}
 			need := fp.FileBytes
 			if cmd.Flags().Changed("holding") {
+				// A filter that cannot hold the keys asked for is refused
+				// before it is made.
 				grown, err := engine.FootprintHolding(cfg, holding)
 				if err != nil {
 					return err
