@@ -386,6 +386,14 @@ func (f *Filter) Flush() error {
 }
 
 func (f *Filter) flushLocked() error {
+	err := f.syncLocked()
+	f.mu.flushErr = err
+	return err
+}
+
+// syncLocked makes every committed change durable: the counters, then the
+// durable sequence.
+func (f *Filter) syncLocked() error {
 	if f.readOnly || !f.mu.dirty {
 		return nil
 	}
@@ -425,6 +433,9 @@ func (f *Filter) Close() error {
 	err := f.flushLocked()
 	f.mu.closedStats = f.collectStats()
 	f.closed.Store(true)
+	if f.idleStop != nil {
+		close(f.idleStop)
+	}
 	f.vacateAll()
 	return errors.Join(err, f.file.Close())
 }

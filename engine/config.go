@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/tallybloom/tallybloom/mmapfile"
 	"github.com/tallybloom/tallybloom/scaling"
@@ -246,6 +247,20 @@ type Options struct {
 	// it too. Default false.
 	LargePages bool
 
+	// FlushWhenIdle, if positive, makes a writer flush itself once no
+	// change has been committed for about that long: it looks every
+	// FlushWhenIdle, and flushes when the memory sequence has not moved
+	// since it last looked and changes are not yet on disk, so between one
+	// and two FlushWhenIdle after the last change. A machine that crashes
+	// while the filter is idle then leaves it clean, and Open is at once
+	// ready, where a crash after any change since the last Flush gives
+	// ErrUnclean. A flush that fails is tried again at each look, and
+	// Stats.FlushError says why meanwhile. A goroutine looks until Close,
+	// holding the writer's mutex for a moment each time: changes that
+	// keep coming pay next to nothing for it. A reader ignores it. Default
+	// 0: only Flush and Close flush.
+	FlushWhenIdle time.Duration
+
 	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
 	// inject faults.
 	OpenFile mmapfile.OpenFunc
@@ -287,8 +302,12 @@ func (o *Options) Validate() error {
 	if o == nil {
 		return nil
 	}
+	var problems []error
 	if o.FileMode&^fs.ModePerm != 0 {
-		return fmt.Errorf("%w: file mode %v has more than permission bits", ErrInvalidConfig, o.FileMode)
+		problems = append(problems, fmt.Errorf("%w: file mode %v has more than permission bits", ErrInvalidConfig, o.FileMode))
 	}
-	return nil
+	if o.FlushWhenIdle < 0 {
+		problems = append(problems, fmt.Errorf("%w: FlushWhenIdle %v is negative", ErrInvalidConfig, o.FlushWhenIdle))
+	}
+	return errors.Join(problems...)
 }

@@ -22,7 +22,9 @@
 // a mutex. Contains and ContainsBatch take no lock. In the writing
 // process, Stats, each 1 MiB piece of CopyCounters and each CopySpans take
 // the mutex between two changes, so what they report holds whole changes;
-// Snapshot takes it for all of its copy. On Unix, Close may run while
+// Snapshot takes it for all of its copy. With Options.FlushWhenIdle a
+// goroutine of the filter's own flushes it, under the same mutex, once
+// changes pause; Close ends it. On Unix, Close may run while
 // lookups do: a lookup that overlaps it may miss, and none reads the
 // released file; calls that begin after it return ErrClosed, or false.
 // Elsewhere lookups must end before Close.

@@ -79,7 +79,12 @@ type Filter struct {
 		// closedStats is the filter's Stats when it closed, what Stats
 		// reports after Close, when nothing it reads is mapped.
 		closedStats Stats
+		// flushErr is what the latest flush returned (Stats.FlushError).
+		flushErr error
 	}
+	// idleStop, closed by Close, ends flushWhenIdle; nil without
+	// Options.FlushWhenIdle.
+	idleStop chan struct{}
 }
 
 // change is what the change in flight did besides counter writes.
@@ -174,6 +179,7 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		_ = os.Remove(building)
 		return nil, err
 	}
+	f.startFlushingWhenIdle(o.FlushWhenIdle)
 	return f, dirsync.Of(path)
 }
 
@@ -253,6 +259,7 @@ func Open(path string, opts *Options) (*Filter, error) {
 		_ = file.Close()
 		return nil, err
 	}
+	f.startFlushingWhenIdle(o.FlushWhenIdle)
 	return f, nil
 }
 

@@ -53,7 +53,9 @@ func bootOf(id byte) *Options {
 // state, the lock released with the process's descriptors.
 func abandon(t testing.TB, f *Filter) {
 	t.Helper()
-	f.closed.Store(true)
+	f.mu.Lock()
+	f.closed.Store(true) // and so the look of Options.FlushWhenIdle ends
+	f.mu.Unlock()
 	f.unmapAll()
 	require.NoError(t, f.file.Close())
 }

@@ -412,6 +412,10 @@ func TestBadConfigs(t *testing.T) {
 	assert.Contains(t, err.Error(), "tightening")
 	_, err = Create(tempPath(t), Config{Capacity: 1, ErrorRate: 0.1}, &Options{FileMode: fs.ModeDir | 0o644})
 	assert.ErrorIs(t, err, ErrInvalidConfig)
+	err = (&Options{FileMode: fs.ModeDir, FlushWhenIdle: -time.Second}).Validate()
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.ErrorContains(t, err, "permission bits", "every problem at once")
+	assert.ErrorContains(t, err, "FlushWhenIdle -1s is negative")
 	_, err = Create(tempPath(t), Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1e300}, nil)
 	assert.ErrorContains(t, err, "second sub-filter")
 

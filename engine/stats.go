@@ -31,6 +31,10 @@ type Stats struct {
 	Recovered bool
 	// ReadOnly reports a filter opened with Options.ReadOnly.
 	ReadOnly bool
+	// FlushError is what the latest flush of a writer returned, nil once
+	// one succeeds: how a flush Options.FlushWhenIdle made, which has no
+	// caller to return it to, is told.
+	FlushError error
 	// Config is the filter's persisted parameters, seed included.
 	Config Config
 }
@@ -109,10 +113,11 @@ func (f *Filter) Stats() Stats {
 // its writer's changes allow.
 func (f *Filter) collectStats() Stats {
 	s := Stats{
-		MemSeq:    f.journal.MemSeq(),
-		Recovered: f.recovered,
-		ReadOnly:  f.readOnly,
-		Config:    f.config,
+		MemSeq:     f.journal.MemSeq(),
+		Recovered:  f.recovered,
+		ReadOnly:   f.readOnly,
+		FlushError: f.mu.flushErr,
+		Config:     f.config,
 	}
 	if state, err := seqno.DecodeState(f.page0[offState:]); err == nil && !state.Dirty {
 		s.DiskSeq = state.DurableSeq

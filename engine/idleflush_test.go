@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flushedSoon waits until every change f committed is on disk, as
+// Options.FlushWhenIdle promises once f is left alone.
+func flushedSoon(t *testing.T, f *Filter) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s := f.Stats()
+		return s.DiskSeq == s.MemSeq
+	}, 20*time.Second, time.Millisecond, "an idle filter is flushed")
+}
+
+// A writer left idle with Options.FlushWhenIdle flushes itself, so that a
+// machine crash then finds it clean; without it the same crash gives
+// ErrUnclean. Both a created and an opened filter do.
+func TestFlushWhenIdleLeavesAnIdleFilterClean(t *testing.T) {
+	idle := func(boot byte) *Options {
+		opts := bootOf(boot)
+		opts.FlushWhenIdle = 5 * time.Millisecond
+		return opts
+	}
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 1000, ErrorRate: 0.01}, idle(1))
+	require.NoError(t, err)
+	for i := range uint64(100) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	flushedSoon(t, f)
+	assert.NoError(t, f.Stats().FlushError)
+	abandon(t, f)
+
+	g, err := Open(path, idle(2)) // another boot: the machine crashed
+	require.NoError(t, err, "idle at the crash: clean")
+	for i := range uint64(100) {
+		require.True(t, g.Contains(key(i)))
+	}
+	require.NoError(t, g.Add(key(100), 100))
+	flushedSoon(t, g)
+	abandon(t, g)
+
+	h, err := Open(path, bootOf(3))
+	require.NoError(t, err, "an opened filter flushes when idle too")
+	assert.True(t, h.Contains(key(100)))
+	require.NoError(t, h.Add(key(101), 101))
+	time.Sleep(50 * time.Millisecond) // ten of the periods above
+	assert.Zero(t, h.Stats().DiskSeq, "without the option nothing flushes")
+	abandon(t, h)
+	_, err = Open(path, bootOf(4))
+	assert.ErrorIs(t, err, ErrUnclean)
+}
+
+// A look flushes only when no change was committed since the look before:
+// changes that keep coming are not made to wait for syncs.
+func TestFlushWhenIdleWaitsForAQuietPeriod(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01})
+	seen := f.journal.MemSeq()
+	require.NoError(t, f.Add(key(1), 1))
+	seen = f.flushIfIdle(seen)
+	assert.Equal(t, f.Stats().MemSeq, seen)
+	assert.Zero(t, f.Stats().DiskSeq, "a change since the last look: no flush")
+
+	require.NoError(t, f.Add(key(2), 2))
+	seen = f.flushIfIdle(seen)
+	assert.Zero(t, f.Stats().DiskSeq)
+	f.flushIfIdle(seen)
+	assert.Equal(t, f.Stats().MemSeq, f.Stats().DiskSeq, "a quiet period: flushed")
+}
+
+// Close ends the goroutine that looks, and a reader starts none.
+func TestFlushWhenIdleStopsAtClose(t *testing.T) {
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 1000, ErrorRate: 0.01}, &Options{FlushWhenIdle: time.Millisecond})
+	require.NoError(t, err)
+	require.NotNil(t, f.idleStop)
+	stop := f.idleStop
+	require.NoError(t, f.Close())
+	select {
+	case <-stop:
+	default:
+		t.Fatal("Close leaves the look running")
+	}
+	r, err := Open(path, &Options{ReadOnly: true, FlushWhenIdle: time.Millisecond})
+	require.NoError(t, err)
+	assert.Nil(t, r.idleStop, "a reader has nothing to flush")
+	require.NoError(t, r.Close())
+}
