@@ -31,7 +31,8 @@ func changeCommand(verb string) *cobra.Command {
 		Long: `With no KEY arguments, keys are read from standard input, one a line
 (blank lines are skipped), streaming: the keys read are changed before the
 command waits for more, so keys fed slowly (tail -f) take effect as they
-come. Interrupted (SIGINT, SIGTERM), it changes the keys it has read, says
+come, and FILE is flushed once the input has waited --flush-when-idle, so
+that a machine crash while it waits finds FILE clean. Interrupted (SIGINT, SIGTERM), it changes the keys it has read, says
 how many, and exits 130 or 143. Every key gets --id (by default the
 second it is added at, in Unix seconds: its insertion time), or, with
 --with-ids, the id before a tab: ID<TAB>KEY. --url stores each key as a
@@ -63,6 +64,9 @@ across runs, for a click log, say: tail -F clicks | tallybloom dedupe
 			if len(args) < 1 {
 				return usageError(cmd, errors.New("FILE is required"))
 			}
+			if idle, _ := cmd.Flags().GetDuration("flush-when-idle"); idle < 0 {
+				return usageError(cmd, fmt.Errorf("--flush-when-idle %v is negative", idle))
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,6 +82,7 @@ across runs, for a click log, say: tail -F clicks | tallybloom dedupe
 	cmd.MarkFlagsMutuallyExclusive("id", "with-ids")
 	keepGoingFlag(cmd, &keepGoing)
 	largePagesFlag(cmd)
+	flushWhenIdleFlag(cmd)
 	return cmd
 }
 
@@ -101,9 +106,9 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 	}
 	idNow = idNow && !opts.withIDs
 	batch := &changer{f: f, remove: verb == "remove", idNow: idNow, seen: map[string]struct{}{}}
-	if verb != "remove" {
-		batch.looked = newWatch(f, path, f.Stats(), id, opts.withIDs, idNow, p.note).look
-	}
+	watch := newWatch(f, path, f.Stats(), id, opts.withIDs, idNow, p.note)
+	watch.adds = verb != "remove"
+	batch.looked = watch.look
 	if verb == "dedupe" {
 		batch.unique = bufio.NewWriter(cmd.OutOrStdout())
 	}
@@ -300,17 +305,23 @@ const chainWarnRoom = 8
 // capacity.
 const nextWarnFill = 0.9
 
-// watch warns, as an add or a dedupe runs, of what nothing else would say
-// until someone reads stats, or an add fails: a sub-filter the keys fill
-// past its capacity, whose false-positive rate is then above what it was
-// built for; a chain that opened one of its last sub-filters; and a file
-// system without room for the sub-filter the chain opens next. It looks
-// after each group of keys, so that a feed that never ends (tail -F) hears
-// of it when it happens, not when the feed stops.
+// watch warns, as a command changes keys, of what nothing else would say
+// until someone reads stats, or an add fails: a flush made while the input
+// waited (--flush-when-idle) that failed, which leaves the file to a
+// machine crash; and, as an add or a dedupe runs, a sub-filter the keys
+// fill past its capacity, whose false-positive rate is then above what it
+// was built for, a chain that opened one of its last sub-filters, and a
+// file system without room for the sub-filter the chain opens next. It
+// looks after each group of keys, so that a feed that never ends (tail -F)
+// hears of it when it happens, not when the feed stops.
 type watch struct {
 	f    *engine.Filter
+	path string
 	dir  string
 	note func(line string)
+	adds bool // the command adds keys
+	// flushFailed is the failed flush last warned of, "" once one succeeds.
+	flushFailed string
 	// counts are the sub-filters' counts, by level, when the run began:
 	// a sub-filter overfilled before it is warned of only if this run
 	// adds to it, once.
@@ -331,7 +342,7 @@ type watch struct {
 // key's id is id, or with idNow the second it is added at, unless the
 // lines give ids (withIDs).
 func newWatch(f *engine.Filter, path string, before engine.Stats, id uint64, withIDs, idNow bool, note func(string)) *watch {
-	w := &watch{f: f, dir: filepath.Dir(path), note: note, counts: map[int]uint64{}, warned: map[uint64]bool{}, subs: len(before.SubFilters)}
+	w := &watch{f: f, path: path, dir: filepath.Dir(path), note: note, counts: map[int]uint64{}, warned: map[uint64]bool{}, subs: len(before.SubFilters)}
 	for _, sub := range before.SubFilters {
 		w.counts[sub.Level] = sub.Count
 	}
@@ -351,6 +362,24 @@ func newWatch(f *engine.Filter, path string, before engine.Stats, id uint64, wit
 
 func (w *watch) look() {
 	s := w.f.Stats()
+	w.lookAtFlushes(s)
+	if w.adds {
+		w.lookAtAdds(s)
+	}
+}
+
+func (w *watch) lookAtFlushes(s engine.Stats) {
+	failed := ""
+	if s.FlushError != nil {
+		failed = s.FlushError.Error()
+	}
+	if failed != "" && failed != w.flushFailed {
+		w.note(fmt.Sprintf("warning: flushing %s while the input waited failed: %s; a machine crash before a flush succeeds leaves it unclean (it is tried again while the input waits, and at the end)", w.path, failed))
+	}
+	w.flushFailed = failed
+}
+
+func (w *watch) lookAtAdds(s engine.Stats) {
 	for _, sub := range s.SubFilters {
 		if !sub.Overfilled || sub.Count <= w.counts[sub.Level] || w.warned[sub.FirstID] {
 			continue

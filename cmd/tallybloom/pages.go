@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tallybloom/tallybloom/engine"
@@ -15,9 +17,18 @@ func largePagesFlag(cmd *cobra.Command) {
 	cmd.Flags().Bool("large-pages", false, "map the filter with 2 MiB pages (engine Options.LargePages), as the service that opens it does")
 }
 
+// flushWhenIdleFlag registers --flush-when-idle on a command that changes a
+// filter as its input comes.
+func flushWhenIdleFlag(cmd *cobra.Command) {
+	cmd.Flags().Duration("flush-when-idle", time.Second,
+		"flush FILE once the input has waited this long (engine Options.FlushWhenIdle), so that a machine crash while it waits finds FILE clean; 0: only at the end")
+}
+
 // filterOptions are the options a command opens or makes its filter with:
-// read-only or not, and with large pages if its --large-pages says so.
+// read-only or not, with large pages if its --large-pages says so, and
+// flushed when idle as its --flush-when-idle says.
 func filterOptions(cmd *cobra.Command, readOnly bool) *engine.Options {
 	large, _ := cmd.Flags().GetBool("large-pages")
-	return &engine.Options{ReadOnly: readOnly, LargePages: large}
+	idle, _ := cmd.Flags().GetDuration("flush-when-idle")
+	return &engine.Options{ReadOnly: readOnly, LargePages: large, FlushWhenIdle: idle}
 }

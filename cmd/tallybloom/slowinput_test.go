@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/seqno"
 )
 
 // started is the command running with its standard input a pipe the test
@@ -365,4 +367,68 @@ func TestAnExportRemovesWhatAKilledOneLeft(t *testing.T) {
 	require.NoError(t, running.cmd.Process.Signal(syscall.SIGCONT))
 	assert.Equal(t, 0, running.exitCode(t), running.errOut.String())
 	assert.Empty(t, writing(), "the export that was running renamed its copy")
+}
+
+// A feed that waits for input is flushed (--flush-when-idle, a second by
+// default), so that a machine crash while it waits finds the file clean
+// and nothing to rebuild; with --flush-when-idle 0 the same crash finds it
+// unclean. The crash is the command killed, and the file then opened as on
+// another boot.
+func TestAFeedThatWaitsIsFlushed(t *testing.T) {
+	afterCrash := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
+	for _, idle := range []string{"1s", "0"} {
+		t.Run(idle, func(t *testing.T) {
+			path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+			args := []string{"add", path}
+			if idle != "1s" {
+				args = append(args, "--flush-when-idle", idle)
+			}
+			add := start(t, args...)
+			_, err := io.WriteString(add.in, "spam.example\n")
+			require.NoError(t, err)
+			eventuallyPresent(t, path, "spam.example")
+			flushed := func() bool {
+				r, err := engine.Open(path, &engine.Options{ReadOnly: true})
+				require.NoError(t, err)
+				defer r.Close()
+				s := r.Stats()
+				return s.DiskSeq == s.MemSeq
+			}
+			if idle == "1s" {
+				require.Eventually(t, flushed, 20*time.Second, 20*time.Millisecond)
+			} else {
+				time.Sleep(2500 * time.Millisecond)
+				require.False(t, flushed(), "not flushed while it waits")
+			}
+			require.NoError(t, add.cmd.Process.Kill())
+			_ = add.cmd.Wait()
+
+			f, err := engine.Open(path, afterCrash)
+			if idle != "1s" {
+				assert.ErrorIs(t, err, engine.ErrUnclean)
+				return
+			}
+			require.NoError(t, err)
+			defer f.Close()
+			assert.True(t, f.ContainsString("spam.example"))
+		})
+	}
+	_, errOut, code := tallybloom(t, "add", "--flush-when-idle", "-1s", newFile(t, "--capacity", "10", "--error-rate", "0.01"), "k")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "--flush-when-idle -1s is negative")
+}
+
+// A flush made while the input waited that failed is warned of once, until
+// one succeeds; a later failure is warned of again.
+func TestAFailedFlushIsWarnedOf(t *testing.T) {
+	var notes []string
+	w := &watch{path: "spam.tb", note: func(line string) { notes = append(notes, line) }}
+	failed := engine.Stats{FlushError: errors.New("sync spam.tb: input/output error")}
+	w.lookAtFlushes(failed)
+	w.lookAtFlushes(failed)
+	require.Len(t, notes, 1, "once while it keeps failing")
+	assert.Equal(t, "warning: flushing spam.tb while the input waited failed: sync spam.tb: input/output error; a machine crash before a flush succeeds leaves it unclean (it is tried again while the input waits, and at the end)", notes[0])
+	w.lookAtFlushes(engine.Stats{})
+	w.lookAtFlushes(failed)
+	assert.Len(t, notes, 2, "again after one succeeded")
 }
