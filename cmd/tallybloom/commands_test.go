@@ -17,6 +17,7 @@ import (
 
 	"github.com/tallybloom/tallybloom/engine"
 	"github.com/tallybloom/tallybloom/mirror"
+	"github.com/tallybloom/tallybloom/seqno"
 )
 
 // newFile creates a filter with the given create flags. Unless the test
@@ -1122,6 +1123,37 @@ func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {
 		_, errOut, code := tallybloom(t, "stats", other)
 		assert.Equal(t, 2, code)
 		assert.NotContains(t, errOut, "it is", other)
+	}
+}
+
+// A file a machine crash left with changes not flushed says so, and what to
+// do, to every command that opens it; verify calls it a file to make again
+// (exit 1). The crash is a copy of a file a writer on another boot had
+// changed since its last flush, as the disk would hold it.
+func TestAnUncleanFileSaysWhatToDo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.tb")
+	otherBoot := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
+	f, err := engine.Create(path, engine.Config{Capacity: 1000, ErrorRate: 0.01}, otherBoot)
+	require.NoError(t, err)
+	require.NoError(t, f.AddString("spam.example", 1))
+	image, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	crashed := filepath.Join(t.TempDir(), "spam.tb")
+	require.NoError(t, os.WriteFile(crashed, image, 0o644))
+
+	hint := "the machine stopped before they were flushed: make " + crashed + " again from its keys, or from its copy in Redis (tallybloom mirror pull NEW --redis URL --name NAME, then rename NEW over " + crashed + " with no writer running)"
+	for _, command := range [][]string{
+		{"add", crashed, "k"}, {"check", crashed, "spam.example"}, {"dedupe", crashed, "k"}, {"remove", "--id", "1", crashed, "spam.example"},
+		{"stats", crashed}, {"drop-before", crashed, "5"}, {"export", crashed, filepath.Join(t.TempDir(), "out")}, {"verify", crashed},
+	} {
+		_, errOut, code := tallybloom(t, command...)
+		want := exitError
+		if command[0] == "verify" {
+			want = exitNo
+		}
+		assert.Equal(t, want, code, "%v", command)
+		assert.Contains(t, errOut, "changes since the last flush may be lost: "+crashed+": durable up to sequence 1; "+hint, "%v", command)
 	}
 }
 

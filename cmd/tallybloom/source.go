@@ -30,7 +30,7 @@ func openForCheck(path string, opts *engine.Options) (checker, func() error, err
 		return nil, nil, err
 	}
 	if asFilter {
-		f, err := engine.Open(path, opts)
+		f, err := openFilter(path, opts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -206,10 +206,20 @@ func kind(head []byte) string {
 // file is a likely mistake.
 func openFilter(path string, opts *engine.Options) (*engine.Filter, error) {
 	f, err := engine.Open(path, opts)
-	if errors.Is(err, engine.ErrNotFilter) {
+	switch {
+	case errors.Is(err, engine.ErrNotFilter):
 		err = withExportHint(path, err)
+	case errors.Is(err, engine.ErrUnclean):
+		err = withUncleanHint(path, err)
 	}
 	return f, err
+}
+
+// withUncleanHint adds to err, which says the machine crashed before path's
+// latest changes were flushed, what to do: a file some of whose changes
+// may be lost cannot be trusted, and is made again.
+func withUncleanHint(path string, err error) error {
+	return fmt.Errorf("%w; the machine stopped before they were flushed: make %s again from its keys, or from its copy in Redis (tallybloom mirror pull NEW --redis URL --name NAME, then rename NEW over %s with no writer running)", err, path, path)
 }
 
 // withExportHint adds to err, which says path is not a filter, what path is

@@ -29,7 +29,9 @@ wrong: verify again with the writer stopped).`,
 			case err == nil:
 				fmt.Fprintf(cmd.OutOrStdout(), "ok\t%s\n", args[0])
 				return nil
-			case errors.Is(err, engine.ErrCorrupt), errors.Is(err, engine.ErrUnclean), errors.Is(err, engine.ErrVersion):
+			case errors.Is(err, engine.ErrUnclean):
+				return &exitCode{code: exitNo, err: withUncleanHint(args[0], err)}
+			case errors.Is(err, engine.ErrCorrupt), errors.Is(err, engine.ErrVersion):
 				return &exitCode{code: exitNo, err: err}
 			}
 			return err
