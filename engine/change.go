@@ -386,15 +386,19 @@ func (f *Filter) Flush() error {
 }
 
 func (f *Filter) flushLocked() error {
+	if f.readOnly {
+		// A reader's Stats reads flushErr without the mutex: it stays nil.
+		return nil
+	}
 	err := f.syncLocked()
 	f.mu.flushErr = err
 	return err
 }
 
-// syncLocked makes every committed change durable: the counters, then the
-// durable sequence.
+// syncLocked makes every committed change of a writer durable: the
+// counters, then the durable sequence.
 func (f *Filter) syncLocked() error {
-	if f.readOnly || !f.mu.dirty {
+	if !f.mu.dirty {
 		return nil
 	}
 	for _, sub := range f.chain.SubFilters() {
