@@ -247,6 +247,19 @@ type Options struct {
 	// it too. Default false.
 	LargePages bool
 
+	// Replace lets Create, Import, ImportAs and mirror.Restore put the new
+	// file in place of a filter file at the path, where they otherwise
+	// fail with ErrExists: how a file a machine crash left unclean, or a
+	// damaged one, is made again from an export or a Redis copy. The old
+	// file's writer lock is taken first and held until the new file has
+	// its name, so a writer that has the old file open makes it fail with
+	// ErrLocked, and none can open the old file meanwhile; processes that
+	// read the old file keep reading it, as after any rename. Only a
+	// regular file that starts as a filter file does is replaced
+	// (ErrNotFilter otherwise), and a failure leaves it as it was. Default
+	// false.
+	Replace bool
+
 	// FlushWhenIdle, if positive, makes a writer flush itself once no
 	// change has been committed for about that long: it looks every
 	// FlushWhenIdle, and flushes when the memory sequence has not moved

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -109,7 +110,7 @@ func (c *change) reset() {
 }
 
 // Create makes a new filter file at path. It fails with ErrExists if path
-// exists. The file starts at sequence 1 (its creation), flushed, and
+// exists, unless Options.Replace lets it replace a filter file. The file starts at sequence 1 (its creation), flushed, and
 // appears at path only once whole (see Import).
 func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	cfg = cfg.withDefaults()
@@ -147,8 +148,12 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		// and only its rename to "" would fail.
 		return nil, fmt.Errorf("%w: an empty path", ErrInvalidInput)
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("%w: %s", ErrExists, path)
+	replaced, err := claimPath(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if replaced != nil {
+		defer replaced.Close() // its lock, once the new file has the name
 	}
 	// Files that processes killed while making one for path left behind
 	// are unlocked; one another process is still making is locked, and
@@ -166,7 +171,10 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	}
 	building := file.Path()
 	f, err := create(file, path, cfg, o, build)
-	if err == nil {
+	switch {
+	case err == nil && replaced != nil:
+		err = file.MoveOver(path)
+	case err == nil:
 		if err = file.MoveTo(path); errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%w: %s", ErrExists, path)
 		}
@@ -181,6 +189,47 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	}
 	f.startFlushingWhenIdle(o.FlushWhenIdle)
 	return f, dirsync.Of(path)
+}
+
+// claimPath checks that a new file may take the name path: nothing has it,
+// or, with Options.Replace, a filter file does, whose writer lock it takes
+// and returns, to be closed once the new file has the name.
+func claimPath(path string, o settings) (*mmapfile.File, error) {
+	info, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return nil, nil
+	case !o.Replace:
+		return nil, fmt.Errorf("%w: %s", ErrExists, path)
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: will not replace %s, which is not a regular file", ErrNotFilter, path)
+	}
+	old, err := mmapfile.Open(path, os.O_RDONLY, 0, o.OpenFile)
+	if err != nil {
+		return nil, err
+	}
+	if err = startsAsFilter(path); err == nil {
+		err = lock(old)
+	}
+	if err != nil {
+		_ = old.Close()
+		return nil, err
+	}
+	return old, nil
+}
+
+// startsAsFilter refuses a file at path that does not begin with Magic.
+func startsAsFilter(path string) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	head := make([]byte, len(Magic))
+	if _, err := io.ReadFull(file, head); err != nil || string(head) != Magic {
+		return fmt.Errorf("%w: will not replace %s, which is not a filter file", ErrNotFilter, path)
+	}
+	return nil
 }
 
 // buildingPrefix starts the name of a file being made for path, in path's

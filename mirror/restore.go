@@ -115,8 +115,9 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 
 // Restore creates a filter file at path from the copy in Redis: counters
 // byte-identical, same parameters, directory and sequence. It fails with
-// engine.ErrExists if path exists, and leaves no file if Redis answers
-// anything wrong.
+// engine.ErrExists if path exists, unless opts.Replace lets it replace a
+// filter file (one a machine crash left unclean, say), and leaves no file,
+// and the one it would replace as it was, if Redis answers anything wrong.
 func Restore(ctx context.Context, r Redis, name, path string, opts *engine.Options) (*engine.Filter, error) {
 	return restore(ctx, r, name, func(export io.Reader) (*engine.Filter, error) {
 		return engine.Import(path, export, opts)

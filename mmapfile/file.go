@@ -85,6 +85,16 @@ func (f *File) MoveTo(path string) error {
 	return nil
 }
 
+// MoveOver gives the file the name path in place of the name it was opened
+// with, in one rename: whatever path named loses the name.
+func (f *File) MoveOver(path string) error {
+	if err := os.Rename(f.path, path); err != nil {
+		return err
+	}
+	f.path = path
+	return nil
+}
+
 // Writable reports whether the file was opened for writing.
 func (f *File) Writable() bool { return f.writable }
 

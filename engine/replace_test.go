@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Options.Replace makes a filter file again in place of one a machine crash
+// left unclean, from an export of a good copy, as mirror.Restore does from
+// Redis; it refuses a file a writer has open, a file that is not a filter,
+// and leaves the old file as it was when the new one cannot be made.
+func TestReplace(t *testing.T) {
+	cfg := Config{Capacity: 1000, ErrorRate: 0.01, Seed: 5}
+	good := newTestFilter(t, cfg)
+	for i := range uint64(100) {
+		require.NoError(t, good.Add(key(i), i))
+	}
+	var export bytes.Buffer
+	require.NoError(t, good.Export(&export))
+
+	// The unclean file: a writer on boot 1 changed it since its last flush,
+	// and the machine crashed.
+	path := tempPath(t)
+	crashed, err := Create(path, cfg, bootOf(1))
+	require.NoError(t, err)
+	require.NoError(t, crashed.Add(key(7), 7))
+	unclean := readFile(t, path)
+	abandon(t, crashed)
+	_, err = Open(path, bootOf(2))
+	require.ErrorIs(t, err, ErrUnclean)
+
+	_, err = Import(path, bytes.NewReader(export.Bytes()), bootOf(2))
+	require.ErrorIs(t, err, ErrExists, "without Replace")
+	replace := bootOf(2)
+	replace.Replace = true
+	_, err = Import(path, bytes.NewReader(export.Bytes()[:export.Len()/2]), replace)
+	require.Error(t, err)
+	assert.Equal(t, unclean, readFile(t, path), "a failed import leaves the old file as it was")
+
+	f, err := Import(path, bytes.NewReader(export.Bytes()), replace)
+	require.NoError(t, err)
+	for i := range uint64(100) {
+		require.True(t, f.Contains(key(i)))
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing left beside it")
+
+	// f is the file's writer now: the file is not replaced under it.
+	before := readFile(t, path)
+	_, err = Create(path, cfg, &Options{Replace: true})
+	require.ErrorIs(t, err, ErrLocked)
+	assert.Equal(t, before, readFile(t, path))
+	require.NoError(t, f.Close())
+
+	g, err := Create(path, Config{Capacity: 10, ErrorRate: 0.1}, &Options{Replace: true})
+	require.NoError(t, err, "a clean filter file is replaced too")
+	assert.Equal(t, uint64(10), g.Config().Capacity)
+	require.NoError(t, g.Close())
+
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(text, []byte("TLYBLOO, not a filter\n"), 0o644))
+	link := filepath.Join(dir, "link.tb")
+	require.NoError(t, os.Symlink(path, link))
+	for _, other := range []string{text, dir, link} {
+		_, err := Create(other, cfg, &Options{Replace: true})
+		require.ErrorIs(t, err, ErrNotFilter, other)
+		assert.ErrorContains(t, err, "will not replace "+other)
+	}
+	assert.Equal(t, "TLYBLOO, not a filter\n", string(readFile(t, text)))
+
+	fresh := filepath.Join(dir, "fresh.tb")
+	h, err := Create(fresh, cfg, &Options{Replace: true})
+	require.NoError(t, err, "nothing to replace: made as without Replace")
+	require.NoError(t, h.Close())
+}
