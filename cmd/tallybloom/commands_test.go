@@ -1126,23 +1126,32 @@ func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {
 	}
 }
 
+// uncleanFile makes a filter holding spam.example, live, and a copy of it
+// as a machine crash would leave it on disk, crashed: changed since its
+// last flush by a writer on another boot. live is closed, and clean.
+func uncleanFile(t *testing.T) (live, crashed string) {
+	t.Helper()
+	live = filepath.Join(t.TempDir(), "live.tb")
+	otherBoot := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
+	f, err := engine.Create(live, engine.Config{Capacity: 1000, ErrorRate: 0.01}, otherBoot)
+	require.NoError(t, err)
+	require.NoError(t, f.AddString("spam.example", 1))
+	image, err := os.ReadFile(live)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	crashed = filepath.Join(t.TempDir(), "spam.tb")
+	require.NoError(t, os.WriteFile(crashed, image, 0o644))
+	return live, crashed
+}
+
 // A file a machine crash left with changes not flushed says so, and what to
 // do, to every command that opens it; verify calls it a file to make again
 // (exit 1). The crash is a copy of a file a writer on another boot had
 // changed since its last flush, as the disk would hold it.
 func TestAnUncleanFileSaysWhatToDo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "live.tb")
-	otherBoot := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
-	f, err := engine.Create(path, engine.Config{Capacity: 1000, ErrorRate: 0.01}, otherBoot)
-	require.NoError(t, err)
-	require.NoError(t, f.AddString("spam.example", 1))
-	image, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	crashed := filepath.Join(t.TempDir(), "spam.tb")
-	require.NoError(t, os.WriteFile(crashed, image, 0o644))
+	_, crashed := uncleanFile(t)
 
-	hint := "the machine stopped before they were flushed: make " + crashed + " again from its keys, or from its copy in Redis (tallybloom mirror pull NEW --redis URL --name NAME, then rename NEW over " + crashed + " with no writer running)"
+	hint := "the machine stopped before they were flushed: make " + crashed + " again from its keys, or from a copy (tallybloom mirror pull " + crashed + " --replace --redis URL --name NAME, or tallybloom import EXPORT " + crashed + " --replace)"
 	for _, command := range [][]string{
 		{"add", crashed, "k"}, {"check", crashed, "spam.example"}, {"dedupe", crashed, "k"}, {"remove", "--id", "1", crashed, "spam.example"},
 		{"stats", crashed}, {"drop-before", crashed, "5"}, {"export", crashed, filepath.Join(t.TempDir(), "out")}, {"verify", crashed},

@@ -110,7 +110,9 @@ func importCommand() *cobra.Command {
 FILE keeps presence bits or not as the exported filter did, unless
 --presence-bits or --counters-only says otherwise: exporting a filter and
 importing it the other way changes its layout (see create). IN must hold
-one export and nothing after it: if more follows, FILE is not made.`,
+one export and nothing after it: if more follows, FILE is not made.
+--replace makes FILE in place of a filter file there, unless a writer has
+it open; if the import fails, that file stays as it was.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, size, closeIn, err := exportStream(args[0], cmd.InOrStdin())
@@ -142,5 +144,6 @@ one export and nothing after it: if more follows, FILE is not made.`,
 	}
 	layout.register(cmd)
 	largePagesFlag(cmd)
+	replaceFlag(cmd)
 	return cmd
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
 )
 
 // Real processes beside one another: killed, or writing while another reads.
@@ -111,4 +114,51 @@ func TestExportWhileAnotherProcessAdds(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// import --replace makes an unclean file again from an export, and only a
+// filter file no writer has open.
+func TestImportReplacesAnUncleanFile(t *testing.T) {
+	live, crashed := uncleanFile(t)
+	exported := filepath.Join(t.TempDir(), "spam.export")
+	_, errOut, code := tallybloom(t, "export", live, exported)
+	require.Equal(t, 0, code, errOut)
+
+	_, errOut, code = tallybloom(t, "import", exported, crashed)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "file already exists")
+	_, errOut, code = tallybloom(t, "import", exported, crashed, "--replace")
+	require.Equal(t, 0, code, errOut)
+	out, _, code := tallybloom(t, "check", crashed, "spam.example")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "present\tspam.example\n", out)
+
+	add := start(t, "add", crashed) // a writer, waiting for keys
+	eventuallyLocked(t, crashed)
+	_, errOut, code = tallybloom(t, "import", exported, crashed, "--replace")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "locked by another writer")
+	require.NoError(t, add.in.Close())
+	assert.Equal(t, 0, add.exitCode(t), add.errOut.String())
+
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("keep me\n"), 0o644))
+	_, errOut, code = tallybloom(t, "import", exported, notes, "--replace")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "will not replace "+notes+", which is not a filter file")
+	kept, err := os.ReadFile(notes)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me\n", string(kept))
+}
+
+// eventuallyLocked waits for a writer to hold the filter at path.
+func eventuallyLocked(t *testing.T, path string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		f, err := engine.Open(path, nil)
+		if err == nil {
+			f.Close()
+		}
+		return errors.Is(err, engine.ErrLocked)
+	}, 20*time.Second, 20*time.Millisecond)
 }

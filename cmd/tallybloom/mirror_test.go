@@ -535,3 +535,27 @@ func TestTwoFollowersDoNotTakeTurns(t *testing.T) {
 	require.NoError(t, second.Process.Signal(syscall.SIGINT))
 	require.NoError(t, second.Wait())
 }
+
+// After a machine crash, mirror pull --replace makes the unclean file
+// again from its copy in Redis, as the error on the unclean file says.
+func TestMirrorPullReplacesAnUncleanFile(t *testing.T) {
+	live, crashed := uncleanFile(t)
+	remote := []string{"--redis", redistest.StartServer(t).URL(), "--name", "spam"}
+	_, errOut, code := tallybloom(t, append([]string{"mirror", "push", live}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+
+	_, errOut, code = tallybloom(t, "check", crashed, "spam.example")
+	require.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "tallybloom mirror pull "+crashed+" --replace --redis URL --name NAME")
+	_, errOut, code = tallybloom(t, append([]string{"mirror", "pull", crashed}, remote...)...)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "file already exists")
+	out, errOut, code := tallybloom(t, append([]string{"mirror", "pull", crashed, "--replace"}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "pulled \"spam\" into "+crashed+": 1 key")
+	out, _, code = tallybloom(t, "check", crashed, "spam.example")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "present\tspam.example\n", out)
+	_, _, code = tallybloom(t, "verify", crashed)
+	assert.Equal(t, 0, code)
+}

@@ -231,7 +231,9 @@ func mirrorPullCommand() *cobra.Command {
 		Long: `Create FILE from the copy named NAME in Redis: byte-identical counters, same
 parameters, directory and sequence. FILE keeps presence bits or not as the
 filter the copy came from did, unless --presence-bits or --counters-only
-says otherwise.`,
+says otherwise. --replace makes FILE in place of a filter file there (one a
+machine crash left unclean), unless a writer has it open; if the pull
+fails, that file stays as it was.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()
@@ -264,6 +266,7 @@ says otherwise.`,
 	remote.register(cmd, true)
 	layout.register(cmd)
 	largePagesFlag(cmd)
+	replaceFlag(cmd)
 	return cmd
 }
 

@@ -24,11 +24,20 @@ func flushWhenIdleFlag(cmd *cobra.Command) {
 		"flush FILE once the input has waited this long (engine Options.FlushWhenIdle), so that a machine crash while it waits finds FILE clean; 0: only at the end")
 }
 
+// replaceFlag registers --replace on a command that makes a filter file
+// from a copy of one.
+func replaceFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("replace", false,
+		"replace FILE if it is a filter file no writer has open (engine Options.Replace): one a machine crash left unclean, say")
+}
+
 // filterOptions are the options a command opens or makes its filter with:
-// read-only or not, with large pages if its --large-pages says so, and
-// flushed when idle as its --flush-when-idle says.
+// read-only or not, with large pages if its --large-pages says so, flushed
+// when idle as its --flush-when-idle says, and in place of a filter file
+// if its --replace says so.
 func filterOptions(cmd *cobra.Command, readOnly bool) *engine.Options {
 	large, _ := cmd.Flags().GetBool("large-pages")
 	idle, _ := cmd.Flags().GetDuration("flush-when-idle")
-	return &engine.Options{ReadOnly: readOnly, LargePages: large, FlushWhenIdle: idle}
+	replace, _ := cmd.Flags().GetBool("replace")
+	return &engine.Options{ReadOnly: readOnly, LargePages: large, FlushWhenIdle: idle, Replace: replace}
 }

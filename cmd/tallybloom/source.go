@@ -219,7 +219,7 @@ func openFilter(path string, opts *engine.Options) (*engine.Filter, error) {
 // latest changes were flushed, what to do: a file some of whose changes
 // may be lost cannot be trusted, and is made again.
 func withUncleanHint(path string, err error) error {
-	return fmt.Errorf("%w; the machine stopped before they were flushed: make %s again from its keys, or from its copy in Redis (tallybloom mirror pull NEW --redis URL --name NAME, then rename NEW over %s with no writer running)", err, path, path)
+	return fmt.Errorf("%w; the machine stopped before they were flushed: make %s again from its keys, or from a copy (tallybloom mirror pull %s --replace --redis URL --name NAME, or tallybloom import EXPORT %s --replace)", err, path, path, path)
 }
 
 // withExportHint adds to err, which says path is not a filter, what path is
