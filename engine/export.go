@@ -861,8 +861,9 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 // Import creates a filter file at path from an Export stream: the same
 // parameters, seed, sub-filters, counters and tallies, continuing at the
 // exported sequence. It fails with ErrExists if path exists, unless
-// Options.Replace lets it replace a filter file, and removes the file it made if the stream turns out damaged. The file is built beside
-// path under a name of its own (.NAME.creating-…) and takes the name path
+// Options.Replace lets it replace a filter file, and removes the file it
+// made if the stream turns out damaged. The file is built beside path
+// under a name of its own (.NAME.creating-…) and takes the name path
 // only once whole and flushed, so a process killed while it imports leaves
 // nothing at path; the next Create or Import of path removes what it left.
 // It reads r no further than the export's checksum: a stream that goes on

@@ -110,8 +110,9 @@ func (c *change) reset() {
 }
 
 // Create makes a new filter file at path. It fails with ErrExists if path
-// exists, unless Options.Replace lets it replace a filter file. The file starts at sequence 1 (its creation), flushed, and
-// appears at path only once whole (see Import).
+// exists, unless Options.Replace lets it replace a filter file. The file
+// starts at sequence 1 (its creation), flushed, and appears at path only
+// once whole (see Import).
 func Create(path string, cfg Config, opts *Options) (*Filter, error) {
 	cfg = cfg.withDefaults()
 	if _, err := cfg.firstLevel(); err != nil {

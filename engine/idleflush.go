@@ -9,16 +9,16 @@ func (f *Filter) startFlushingWhenIdle(every time.Duration) {
 		return
 	}
 	f.idleStop = make(chan struct{})
-	go f.flushWhenIdle(every, f.idleStop)
+	go f.flushWhenIdle(every, f.journal.MemSeq(), f.idleStop)
 }
 
 // flushWhenIdle looks at the filter every period until stop is closed, and
 // flushes it when no change was committed since the look before: the
-// memory sequence, which every change moves anyway, did not move.
-func (f *Filter) flushWhenIdle(every time.Duration, stop <-chan struct{}) {
+// memory sequence, which every change moves anyway, did not move from
+// seen, what the look before saw.
+func (f *Filter) flushWhenIdle(every time.Duration, seen uint64, stop <-chan struct{}) {
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	seen := f.journal.MemSeq()
 	for {
 		select {
 		case <-stop:
