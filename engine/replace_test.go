@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,4 +80,35 @@ func TestReplace(t *testing.T) {
 	h, err := Create(fresh, cfg, &Options{Replace: true})
 	require.NoError(t, err, "nothing to replace: made as without Replace")
 	require.NoError(t, h.Close())
+}
+
+// A reader of a file another file was renamed over is told so, and goes on
+// with the file it opened.
+func TestReplacedSaysAnotherFileHasTheName(t *testing.T) {
+	path := tempPath(t)
+	cfg := Config{Capacity: 1000, ErrorRate: 0.01, Seed: 5}
+	w, err := Create(path, cfg, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Add(key(1), 1))
+	require.NoError(t, w.Close())
+	r, err := Open(path, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	replaced, err := r.Replaced()
+	require.NoError(t, err)
+	assert.False(t, replaced)
+
+	g, err := Create(path, cfg, &Options{Replace: true})
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	replaced, err = r.Replaced()
+	require.NoError(t, err)
+	assert.True(t, replaced)
+	assert.True(t, r.Contains(key(1)), "the file it opened serves on")
+
+	require.NoError(t, os.Remove(path))
+	_, err = r.Replaced()
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	require.NoError(t, r.Close())
+	_, err = r.Replaced()
+	assert.ErrorIs(t, err, ErrClosed)
 }

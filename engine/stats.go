@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+
 	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
@@ -238,6 +240,27 @@ func (f *Filter) nextLevel() (int, bool) {
 
 // Path is the path the filter was opened with.
 func (f *Filter) Path() string { return f.path }
+
+// Replaced reports whether the path the filter was opened with now names
+// another file: one renamed over it, as Options.Replace does. The filter
+// goes on with the file it opened, whose pages it keeps; a reader that
+// follows the name looks now and then, and opens the name again when a
+// new file has it. An error says the path could not be looked at
+// (fs.ErrNotExist: it names nothing, for now).
+func (f *Filter) Replaced() (bool, error) {
+	if f.closed.Load() {
+		return false, ErrClosed
+	}
+	now, err := os.Stat(f.path)
+	if err != nil {
+		return false, err
+	}
+	opened, err := f.file.Info()
+	if err != nil {
+		return false, err
+	}
+	return !os.SameFile(opened, now), nil
+}
 
 // Config is the filter's persisted parameters, seed included.
 func (f *Filter) Config() Config { return f.config }

@@ -100,12 +100,15 @@ func (f *File) Writable() bool { return f.writable }
 
 // Size is the file's current size in bytes.
 func (f *File) Size() (int64, error) {
-	info, err := f.file.Stat()
+	info, err := f.Info()
 	if err != nil {
 		return 0, err
 	}
 	return info.Size(), nil
 }
+
+// Info describes the open file, whatever name it has now.
+func (f *File) Info() (fs.FileInfo, error) { return f.file.Stat() }
 
 // Allocated is the number of bytes the file occupies on disk.
 func (f *File) Allocated() (int64, error) { return allocated(f) }

@@ -278,22 +278,18 @@ type followedFile struct {
 	*engine.Filter
 	path string
 	opts *engine.Options
-	id   os.FileInfo // of the file opened, to tell it from a new one
 }
 
-// openFollowed opens path, with the identity of the file it opened: path
-// is looked at before and after, and opened again if a file was renamed
-// over it in between.
+// openFollowed opens path, and opens it again if a file was renamed over it
+// meanwhile.
 func openFollowed(path string, opts *engine.Options) (*followedFile, error) {
 	for attempt := 1; ; attempt++ {
-		before, beforeErr := os.Stat(path)
 		f, err := openFilter(path, opts)
 		if err != nil {
 			return nil, err
 		}
-		after, afterErr := os.Stat(path)
-		if beforeErr == nil && afterErr == nil && os.SameFile(before, after) {
-			return &followedFile{Filter: f, path: path, opts: opts, id: after}, nil
+		if replaced, err := f.Replaced(); err == nil && !replaced {
+			return &followedFile{Filter: f, path: path, opts: opts}, nil
 		}
 		if err := f.Close(); err != nil || attempt == 3 {
 			return nil, errors.Join(fmt.Errorf("%w: %s was replaced each time it was opened", engine.ErrBusy, path), err)
@@ -305,7 +301,7 @@ func openFollowed(path string, opts *engine.Options) (*followedFile, error) {
 // open, and closes the old one; if the new one cannot be opened, the old
 // one stays.
 func (w *followedFile) reopenIfReplaced() (bool, error) {
-	if now, err := os.Stat(w.path); err != nil || os.SameFile(now, w.id) {
+	if replaced, err := w.Replaced(); err != nil || !replaced {
 		return false, nil // gone for a moment, or the same file
 	}
 	next, err := openFollowed(w.path, w.opts)
