@@ -261,9 +261,9 @@ type Options struct {
 	Replace bool
 
 	// FlushWhenIdle, if positive, makes a writer flush itself once no
-	// change has been committed for about that long: it looks every
-	// FlushWhenIdle, and flushes when the memory sequence has not moved
-	// since it last looked and changes are not yet on disk, so between one
+	// change has been committed for that long: it looks every
+	// FlushWhenIdle, and flushes when the memory sequence has not moved for
+	// a whole FlushWhenIdle and changes are not yet on disk, so between one
 	// and two FlushWhenIdle after the last change. A machine that crashes
 	// while the filter is idle then leaves it clean, and Open is at once
 	// ready, where a crash after any change since the last Flush gives

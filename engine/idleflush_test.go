@@ -57,21 +57,29 @@ func TestFlushWhenIdleLeavesAnIdleFilterClean(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnclean)
 }
 
-// A look flushes only when no change was committed since the look before:
-// changes that keep coming are not made to wait for syncs.
+// A look flushes only when no change was committed for a whole period:
+// changes that keep coming are not made to wait for syncs, nor is a change
+// followed at once by a second look (a tick that waited for the mutex while
+// a change ran, and the tick queued meanwhile).
 func TestFlushWhenIdleWaitsForAQuietPeriod(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 1000, ErrorRate: 0.01})
-	seen := f.journal.MemSeq()
-	require.NoError(t, f.Add(key(1), 1))
-	seen = f.flushIfIdle(seen)
-	assert.Equal(t, f.Stats().MemSeq, seen)
-	assert.Zero(t, f.Stats().DiskSeq, "a change since the last look: no flush")
+	start := time.Unix(1_800_000_000, 0)
+	at := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
+	watch := &idleWatch{every: time.Second, seen: f.journal.MemSeq(), since: start}
+	flushed := func() bool { s := f.Stats(); return s.DiskSeq == s.MemSeq }
 
+	require.NoError(t, f.Add(key(1), 1))
+	f.flushIfIdle(watch, at(2*time.Second))
+	assert.False(t, flushed(), "a change since the last look")
 	require.NoError(t, f.Add(key(2), 2))
-	seen = f.flushIfIdle(seen)
-	assert.Zero(t, f.Stats().DiskSeq)
-	f.flushIfIdle(seen)
-	assert.Equal(t, f.Stats().MemSeq, f.Stats().DiskSeq, "a quiet period: flushed")
+	f.flushIfIdle(watch, at(3*time.Second))
+	assert.False(t, flushed(), "another")
+	f.flushIfIdle(watch, at(3*time.Second+time.Millisecond))
+	assert.False(t, flushed(), "no change since, but only for a moment")
+	f.flushIfIdle(watch, at(4*time.Second-time.Millisecond))
+	assert.False(t, flushed())
+	f.flushIfIdle(watch, at(4*time.Second))
+	assert.True(t, flushed(), "a whole period without a change")
 }
 
 // Close ends the goroutine that looks, and a reader starts none.
