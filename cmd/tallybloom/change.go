@@ -32,14 +32,14 @@ func changeCommand(verb string) *cobra.Command {
 (blank lines are skipped), streaming: the keys read are changed before the
 command waits for more, so keys fed slowly (tail -f) take effect as they
 come, and FILE is flushed once the input has waited --flush-when-idle, so
-that a machine crash while it waits finds FILE clean. Interrupted (SIGINT, SIGTERM), it changes the keys it has read, says
-how many, and exits 130 or 143. Every key gets --id (by default the
-second it is added at, in Unix seconds: its insertion time), or, with
---with-ids, the id before a tab: ID<TAB>KEY. --url stores each key as a
-URL in canonical form, the form check --rollup looks for: the host and the
-path a browser would ask for, without scheme, port, user, query or
-fragment, with escapes, dot segments and backslashes undone
-(spam.example/x/../%77in is spam.example/win).
+that a machine crash while it waits finds FILE clean. Interrupted (SIGINT,
+SIGTERM), it changes the keys it has read, says how many, and exits 130 or
+143. Every key gets --id (by default the second it is added at, in Unix
+seconds: its insertion time), or, with --with-ids, the id before a tab:
+ID<TAB>KEY. --url stores each key as a URL in canonical form, the form
+check --rollup looks for: the host and the path a browser would ask for,
+without scheme, port, user, query or fragment, with escapes, dot segments
+and backslashes undone (spam.example/x/../%77in is spam.example/win).
 
 A line that is not a key (not a URL with --url, not ID<TAB>KEY with
 --with-ids, longer than 1 MiB) ends the command, the keys before it done.
