@@ -77,6 +77,10 @@ var (
 type UncleanError struct {
 	Path       string
 	DurableSeq uint64
+	// Config is the filter's parameters, seed included, from the file's
+	// superblock, which is written once at creation and checked by its
+	// checksum: what a rebuild makes the new filter with.
+	Config Config
 }
 
 func (e *UncleanError) Error() string {

@@ -370,7 +370,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 	}
 	outcome := state.Outcome(f.boot, o.bootKnown)
 	if outcome == seqno.MachineCrash {
-		return nil, &UncleanError{Path: path, DurableSeq: state.DurableSeq}
+		return nil, &UncleanError{Path: path, DurableSeq: state.DurableSeq, Config: f.config}
 	}
 	memSeq := f.journal.MemSeq()
 	if outcome == seqno.Clean && memSeq != state.DurableSeq && !f.wentDirty() {

@@ -845,6 +845,7 @@ func TestOpenAfterMachineCrash(t *testing.T) {
 	var unclean *UncleanError
 	require.ErrorAs(t, err, &unclean)
 	assert.Equal(t, durable, unclean.DurableSeq)
+	assert.Equal(t, f.Config(), unclean.Config, "what a rebuild makes the new filter with")
 	_, err = Open(path, &Options{ReadOnly: true, BootID: bootOf(2).BootID})
 	assert.ErrorIs(t, err, ErrUnclean, "readers are not fooled either")
 

@@ -1133,7 +1133,7 @@ func uncleanFile(t *testing.T) (live, crashed string) {
 	t.Helper()
 	live = filepath.Join(t.TempDir(), "live.tb")
 	otherBoot := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
-	f, err := engine.Create(live, engine.Config{Capacity: 1000, ErrorRate: 0.01}, otherBoot)
+	f, err := engine.Create(live, engine.Config{Capacity: 1000, ErrorRate: 0.01, CountersOnly: true}, otherBoot)
 	require.NoError(t, err)
 	require.NoError(t, f.AddString("spam.example", 1))
 	image, err := os.ReadFile(live)
@@ -1151,7 +1151,7 @@ func uncleanFile(t *testing.T) (live, crashed string) {
 func TestAnUncleanFileSaysWhatToDo(t *testing.T) {
 	_, crashed := uncleanFile(t)
 
-	hint := "the machine stopped before they were flushed: make " + crashed + " again from its keys, or from a copy (tallybloom mirror pull " + crashed + " --replace --redis URL --name NAME, or tallybloom import EXPORT " + crashed + " --replace)"
+	hint := "the machine stopped before they were flushed: make " + crashed + " again from a copy (tallybloom mirror pull " + crashed + " --replace --redis URL --name NAME, or tallybloom import EXPORT " + crashed + " --replace), or from its keys into a filter made as it was (tallybloom create NEW --capacity 1000 --error-rate 0.01 --tightening 0.9 --growth 2 --counters-only)"
 	for _, command := range [][]string{
 		{"add", crashed, "k"}, {"check", crashed, "spam.example"}, {"dedupe", crashed, "k"}, {"remove", "--id", "1", crashed, "spam.example"},
 		{"stats", crashed}, {"drop-before", crashed, "5"}, {"export", crashed, filepath.Join(t.TempDir(), "out")}, {"verify", crashed},

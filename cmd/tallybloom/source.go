@@ -217,9 +217,22 @@ func openFilter(path string, opts *engine.Options) (*engine.Filter, error) {
 
 // withUncleanHint adds to err, which says the machine crashed before path's
 // latest changes were flushed, what to do: a file some of whose changes
-// may be lost cannot be trusted, and is made again.
+// may be lost cannot be trusted, and is made again, from a copy or from
+// its keys into a filter of its parameters (with a seed of its own).
 func withUncleanHint(path string, err error) error {
-	return fmt.Errorf("%w; the machine stopped before they were flushed: make %s again from its keys, or from a copy (tallybloom mirror pull %s --replace --redis URL --name NAME, or tallybloom import EXPORT %s --replace)", err, path, path, path)
+	remake := "its keys"
+	if unclean, ok := errors.AsType[*engine.UncleanError](err); ok {
+		c := unclean.Config
+		remake = fmt.Sprintf("its keys into a filter made as it was (tallybloom create NEW --capacity %d --error-rate %g --tightening %g --growth %g", c.Capacity, c.ErrorRate, c.Tightening, c.Growth)
+		if c.Fixed {
+			remake += " --fixed"
+		}
+		if c.CountersOnly {
+			remake += " --counters-only"
+		}
+		remake += ")"
+	}
+	return fmt.Errorf("%w; the machine stopped before they were flushed: make %s again from a copy (tallybloom mirror pull %s --replace --redis URL --name NAME, or tallybloom import EXPORT %s --replace), or from %s", err, path, path, path, remake)
 }
 
 // withExportHint adds to err, which says path is not a filter, what path is
