@@ -61,7 +61,7 @@ var (
 // memory (an OOM reply, from a command or from a script's call).
 func redisFull(err error) error {
 	if err != nil && strings.HasPrefix(err.Error(), "OOM ") {
-		return fmt.Errorf("%w, and a full copy needs room for the counters, beside any copy it replaces: %w", ErrRedisFull, err)
+		return fmt.Errorf("%w: %w; the copy needs room for the filter's counters, and twice that while a full copy replaces the live one", ErrRedisFull, err)
 	}
 	return err
 }

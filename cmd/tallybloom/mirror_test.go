@@ -115,7 +115,7 @@ func TestMirrorPushSaysRedisIsOutOfMemory(t *testing.T) {
 	path := newFile(t, "--capacity", "200000", "--error-rate", "0.01")
 	_, errOut, code := tallybloom(t, "mirror", "push", path, "--redis", s.URL(), "--name", "big")
 	assert.Equal(t, 2, code)
-	assert.Regexp(t, `Redis is out of memory, and a full copy needs room for the counters, beside any copy it replaces: OOM command not allowed .*\(`+regexp.QuoteMeta(path)+` holds 1\.8 MiB of counters\)\n$`, errOut)
+	assert.Regexp(t, `Redis is out of memory: OOM command not allowed .*; the copy needs room for the filter's counters, and twice that while a full copy replaces the live one \(`+regexp.QuoteMeta(path)+` holds 1\.8 MiB of counters\)\n$`, errOut)
 }
 
 // TALLYBLOOM_REDIS stands in for --redis, so that a URL holding a password
