@@ -577,45 +577,106 @@ type host struct {
 }
 
 func thisMachine() host {
-	model := "unknown CPU"
-	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(info), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				_, model, _ = strings.Cut(l, ": ")
-				break
-			}
-		}
-	}
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
 	memory := ""
 	if info, err := os.ReadFile("/proc/meminfo"); err == nil {
 		first, _, _ := strings.Cut(string(info), "\n")
 		memory = ", " + strings.Join(strings.Fields(first)[1:], " ") + " of memory"
 	}
-	about := fmt.Sprintf("%s, %d cores%s, %s %s/%s.", strings.TrimSpace(model), runtime.NumCPU(), memory, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return host{about: about, llc: lastLevelCache()}
+	caches := cpuCaches("/sys/devices/system/cpu/cpu0/cache")
+	about := fmt.Sprintf("%s, %d cores%s%s, %s %s/%s.", cpuModel(string(cpuinfo)), runtime.NumCPU(), memory, cachesText(caches), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	var llc int64
+	for _, c := range caches {
+		llc = max(llc, c.bytes)
+	}
+	return host{about: about, llc: llc}
 }
 
-// lastLevelCache is the size of the largest cache of the first CPU, from
-// sysfs (Linux), or 0.
-func lastLevelCache() int64 {
-	sizes, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*/size")
-	var largest int64
-	for _, path := range sizes {
-		text, err := os.ReadFile(path)
-		if err != nil {
+// cpuModel names the processor from /proc/cpuinfo's text: its model name
+// and, where given (x86), its family and model numbers, which tell apart
+// processors a virtual machine names alike ("Intel(R) Xeon(R) Processor").
+func cpuModel(cpuinfo string) string {
+	name, family, model := "", "", ""
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if !ok {
+			if line == "" && name != "" {
+				break // the first processor is described
+			}
 			continue
 		}
-		size, unit := strings.TrimSpace(string(text)), int64(1)
+		value = strings.TrimSpace(value)
+		switch strings.TrimSpace(key) {
+		case "model name":
+			name = value
+		case "cpu family":
+			family = value
+		case "model":
+			model = value
+		}
+	}
+	switch {
+	case name == "":
+		return "unknown CPU"
+	case family != "" && model != "":
+		return fmt.Sprintf("%s (family %s, model %s)", name, family, model)
+	}
+	return name
+}
+
+// cache is one of the first CPU's caches.
+type cache struct {
+	name  string // L1d, L1i, L2, L3
+	bytes int64
+}
+
+// cpuCaches lists the caches of the first CPU from sysfs's description of
+// them under dir (Linux), in the order sysfs numbers them, or nothing.
+func cpuCaches(dir string) []cache {
+	indexes, _ := filepath.Glob(filepath.Join(dir, "index*"))
+	var caches []cache
+	for _, index := range indexes {
+		read := func(name string) string {
+			text, _ := os.ReadFile(filepath.Join(index, name))
+			return strings.TrimSpace(string(text))
+		}
+		size, unit := read("size"), int64(1)
 		if n, ok := strings.CutSuffix(size, "K"); ok {
 			size, unit = n, 1<<10
 		} else if n, ok := strings.CutSuffix(size, "M"); ok {
 			size, unit = n, 1<<20
 		}
-		if n, err := strconv.ParseInt(size, 10, 64); err == nil {
-			largest = max(largest, n*unit)
+		n, err := strconv.ParseInt(size, 10, 64)
+		if err != nil {
+			continue
 		}
+		name := "L" + read("level")
+		switch read("type") {
+		case "Data":
+			name += "d"
+		case "Instruction":
+			name += "i"
+		}
+		caches = append(caches, cache{name: name, bytes: n * unit})
 	}
-	return largest
+	return caches
+}
+
+// cachesText is the caches of a core for the machine's line: ", caches
+// L1d 48 KiB, L2 2 MiB, L3 260 MiB", or "".
+func cachesText(caches []cache) string {
+	var parts []string
+	for _, c := range caches {
+		size := fmt.Sprintf("%d KiB", c.bytes>>10)
+		if c.bytes >= 1<<20 && c.bytes%(1<<20) == 0 {
+			size = fmt.Sprintf("%d MiB", c.bytes>>20)
+		}
+		parts = append(parts, c.name+" "+size)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", caches " + strings.Join(parts, ", ")
 }
 
 // busyCache is the share of a load from memory above which a load within

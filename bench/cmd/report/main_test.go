@@ -333,3 +333,28 @@ func TestChartLinkIsRelativeToTheReport(t *testing.T) {
 		require.Equal(t, c.link, chartLink(c.out, c.chart), "report %s, chart %s", c.out, c.chart)
 	}
 }
+
+// The machine's line tells apart processors a virtual machine names alike,
+// by their family and model numbers, and gives each cache of a core.
+func TestMachineLineNamesTheProcessorAndItsCaches(t *testing.T) {
+	cpuinfo := "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\nmodel name\t: Intel(R) Xeon(R) Processor\nstepping\t: 2\n\n" +
+		"processor\t: 1\ncpu family\t: 15\nmodel\t\t: 1\nmodel name\t: Another\n"
+	require.Equal(t, "Intel(R) Xeon(R) Processor (family 6, model 207)", cpuModel(cpuinfo))
+	require.Equal(t, "BCM2711", cpuModel("processor\t: 0\nmodel name\t: BCM2711\n"), "no family where none is given")
+	require.Equal(t, "unknown CPU", cpuModel(""))
+
+	dir := t.TempDir()
+	for i, c := range []struct{ level, kind, size string }{
+		{"1", "Data", "48K"}, {"1", "Instruction", "32K"}, {"2", "Unified", "2048K"}, {"3", "Unified", "266240K"},
+	} {
+		index := filepath.Join(dir, fmt.Sprintf("index%d", i))
+		require.NoError(t, os.Mkdir(index, 0o755))
+		for name, text := range map[string]string{"level": c.level, "type": c.kind, "size": c.size + "\n"} {
+			require.NoError(t, os.WriteFile(filepath.Join(index, name), []byte(text), 0o644))
+		}
+	}
+	caches := cpuCaches(dir)
+	require.Equal(t, ", caches L1d 48 KiB, L1i 32 KiB, L2 2 MiB, L3 260 MiB", cachesText(caches))
+	require.Equal(t, int64(260<<20), caches[3].bytes)
+	require.Empty(t, cachesText(cpuCaches(filepath.Join(dir, "none"))))
+}
