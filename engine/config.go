@@ -270,8 +270,10 @@ type Options struct {
 	// ErrUnclean. A flush that fails is tried again at each look, and
 	// Stats.FlushError says why meanwhile. A goroutine looks until Close,
 	// holding the writer's mutex for a moment each time: changes that
-	// keep coming pay next to nothing for it. A reader ignores it. Default
-	// 0: only Flush and Close flush.
+	// keep coming pay next to nothing for it. The change that ends a pause
+	// pays what the first change after any Flush does: it syncs the dirty
+	// mark first, and each page the flush wrote faults once on its next
+	// store. A reader ignores it. Default 0: only Flush and Close flush.
 	FlushWhenIdle time.Duration
 
 	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
