@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tallybloom/tallybloom/engine"
 )
@@ -161,5 +162,52 @@ func ExampleFootprintHolding() {
 	// Output:
 	// made: 179 MiB in 1 sub-filter
 	// a billion keys: 24 GiB in 7 sub-filters, at most 0.00052 false positives
+	// true
+}
+
+// A writer that flushes itself once its changes pause, so that a machine
+// crash while it is idle finds the file clean.
+func ExampleOptions_flushWhenIdle() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+
+	opts := &engine.Options{FlushWhenIdle: 10 * time.Millisecond}
+	f, err := engine.Create(filepath.Join(dir, "spam.tb"), engine.Config{Capacity: 1000, ErrorRate: 0.01}, opts)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	_ = f.AddString("spam.example", 2) // the file is dirty: not flushed
+	for s := f.Stats(); s.DiskSeq != s.MemSeq; s = f.Stats() {
+		time.Sleep(time.Millisecond) // until 10 ms pass without a change
+	}
+	fmt.Println("on disk up to sequence", f.Stats().DiskSeq)
+	// Output: on disk up to sequence 2
+}
+
+// A file made again in place of one, from an export, as after a machine
+// crash left it unclean; a writer that has the file open stops it.
+func ExampleOptions_replace() {
+	dir, _ := os.MkdirTemp("", "tallybloom")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "spam.tb")
+
+	f, _ := engine.Create(path, engine.Config{Capacity: 1000, ErrorRate: 0.01}, nil)
+	_ = f.AddString("spam.example", 1)
+	var export bytes.Buffer
+	_ = f.Export(&export)
+
+	_, err := engine.Import(path, bytes.NewReader(export.Bytes()), &engine.Options{Replace: true})
+	fmt.Println(errors.Is(err, engine.ErrLocked))
+	_ = f.Close()
+
+	g, err := engine.Import(path, bytes.NewReader(export.Bytes()), &engine.Options{Replace: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.ContainsString("spam.example"))
+	_ = g.Close()
+	// Output:
+	// true
 	// true
 }
