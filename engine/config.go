@@ -273,7 +273,9 @@ type Options struct {
 	// keep coming pay next to nothing for it. The change that ends a pause
 	// pays what the first change after any Flush does: it syncs the dirty
 	// mark first, and each page the flush wrote faults once on its next
-	// store. A reader ignores it. Default 0: only Flush and Close flush.
+	// store; and a change that comes while the flush writes waits for it,
+	// as for any Flush (lookups do not). A reader ignores it. Default 0:
+	// only Flush and Close flush.
 	FlushWhenIdle time.Duration
 
 	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
