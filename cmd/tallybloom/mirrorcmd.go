@@ -276,7 +276,6 @@ fails, that file stays as it was.`,
 // name for ever.
 type followedFile struct {
 	*engine.Filter
-	path string
 	opts *engine.Options
 }
 
@@ -289,7 +288,7 @@ func openFollowed(path string, opts *engine.Options) (*followedFile, error) {
 			return nil, err
 		}
 		if replaced, err := f.Replaced(); err == nil && !replaced {
-			return &followedFile{Filter: f, path: path, opts: opts}, nil
+			return &followedFile{Filter: f, opts: opts}, nil
 		}
 		if err := f.Close(); err != nil || attempt == 3 {
 			return nil, errors.Join(fmt.Errorf("%w: %s was replaced each time it was opened", engine.ErrBusy, path), err)
@@ -304,7 +303,7 @@ func (w *followedFile) reopenIfReplaced() (bool, error) {
 	if replaced, err := w.Replaced(); err != nil || !replaced {
 		return false, nil // gone for a moment, or the same file
 	}
-	next, err := openFollowed(w.path, w.opts)
+	next, err := openFollowed(w.Path(), w.opts)
 	if err != nil {
 		return false, fmt.Errorf("the new file cannot be opened, so the old one is still copied: %w", err)
 	}
