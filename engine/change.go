@@ -428,6 +428,13 @@ func (f *Filter) syncLocked() error {
 // reads the released file (see vacateAll); the filter's address space, no
 // longer the file's, is given back when the Filter is garbage collected.
 // Elsewhere lookups must end before Close.
+//
+// A writer must be closed. One dropped without Close keeps its file, its
+// mappings and its writer lock until the process ends (a mapping holds the
+// open file description that the lock is on), so no other writer can open
+// the file meanwhile; with Options.FlushWhenIdle it still flushes itself
+// when idle. Once the process ends, the next Open finds the file as a
+// killed process leaves it.
 func (f *Filter) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

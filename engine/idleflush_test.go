@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -99,4 +100,31 @@ func TestFlushWhenIdleStopsAtClose(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, r.idleStop, "a reader has nothing to flush")
 	require.NoError(t, r.Close())
+}
+
+// A writer dropped without Close keeps its file and its writer lock for the
+// life of the process, collected or not, and with Options.FlushWhenIdle
+// goes on flushing itself once idle: what Close's documentation says.
+func TestADroppedWriterKeepsItsFile(t *testing.T) {
+	path := tempPath(t)
+	added := func() uint64 {
+		f, err := Create(path, Config{Capacity: 1000, ErrorRate: 0.01}, &Options{FlushWhenIdle: 5 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, f.Add(key(1), 1))
+		return f.Stats().MemSeq
+	}()
+	r, err := Open(path, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		s := r.Stats()
+		return s.MemSeq == added && s.DiskSeq == added
+	}, 20*time.Second, 5*time.Millisecond, "a dropped writer still flushes when idle")
+	for range 5 {
+		runtime.GC()
+	}
+	_, err = Open(path, nil)
+	assert.ErrorIs(t, err, ErrLocked, "a dropped writer keeps its lock")
+	assert.True(t, r.Contains(key(1)))
 }
