@@ -1,7 +1,8 @@
 // Command report runs the bench suite and writes RESULTS.md: ns/op,
 // allocations, bits per key and measured false-positive rate for every
 // library and workload, the ratios against bits-and-blooms, the targets met
-// and missed, the machine, and a chart of lookup time against filter size.
+// and missed, the machine, and a chart of lookup time against filter size;
+// and beside it go test's own output (RESULTS.txt), which benchstat reads.
 //
 //	go run ./cmd/report            # short mode, under five minutes on two cores
 //	go run ./cmd/report -full -out RESULTS-full.md -chart results-full.svg
@@ -84,18 +85,31 @@ func run(full bool, count int, out, chart string) error {
 	cmd.Env = append(os.Environ(), env...)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go test: %w\n%s", err, stdout.String())
+	runErr := cmd.Run()
+	// go test's own output is kept beside the report: benchstat reads it,
+	// and it holds what a benchmark logged when it skipped a run.
+	raw := rawPath(out)
+	if err := os.WriteFile(raw, stdout.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("go test: %w (its output is in %s)", runErr, raw)
 	}
 	results := parse(stdout.String())
 	if len(results) == 0 {
-		return fmt.Errorf("no benchmark results in:\n%s", stdout.String())
+		return fmt.Errorf("no benchmark results in %s", raw)
 	}
 	if err := drawChart(results, chart); err != nil {
 		return err
 	}
-	report := write(results, h, mode, count, benchtime, time.Since(start), chartLink(out, chart))
+	report := write(results, logged(stdout.String()), h, mode, count, benchtime, time.Since(start), chartLink(out, chart))
 	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// rawPath is where go test's output goes for the report at out: beside it,
+// named as it is, with .txt for its extension (RESULTS.txt).
+func rawPath(out string) string {
+	return strings.TrimSuffix(out, filepath.Ext(out)) + ".txt"
 }
 
 // chartLink is how the report at out links the chart at chart: relative to
@@ -167,6 +181,33 @@ func parse(text string) map[string]result {
 	return results
 }
 
+var (
+	benchHeader = regexp.MustCompile(`^--- (?:SKIP|BENCH|FAIL): Benchmark(\S+?)(-\d+)?$`)
+	benchLog    = regexp.MustCompile(`^\s+(?:\S+\.go:\d+: )?(.+)$`)
+)
+
+// logged collects what go test printed under each benchmark's name (a
+// skip's reason, a failure, a log line), each message once, by benchmark.
+func logged(text string) map[string][]string {
+	said := map[string][]string{}
+	name := ""
+	for l := range strings.SplitSeq(text, "\n") {
+		if m := benchHeader.FindStringSubmatch(l); m != nil {
+			name = m[1]
+			continue
+		}
+		m := benchLog.FindStringSubmatch(l)
+		if m == nil {
+			name = ""
+			continue
+		}
+		if name != "" && !slices.Contains(said[name], m[1]) {
+			said[name] = append(said[name], m[1])
+		}
+	}
+	return said
+}
+
 func median(values []float64) float64 {
 	if len(values) == 0 {
 		return math.NaN()
@@ -191,6 +232,26 @@ func get(results map[string]result, name, metric string) float64 {
 type spread struct {
 	median, lo, hi float64
 	runs, held     int
+	// needs names the measurements the ratio is made of, so that a ratio
+	// this run could not make says which of them it lacked.
+	needs []measurement
+}
+
+// measurement is one metric of one benchmark.
+type measurement struct{ name, metric string }
+
+// pairOf is pair of the runs of two benchmarks' metric.
+func pairOf(r map[string]result, metric, num, den string) spread {
+	sp := pair(values(r, num, metric), values(r, den, metric))
+	sp.needs = []measurement{{num, metric}, {den, metric}}
+	return sp
+}
+
+// scaleOf is scale of the runs of a benchmark's metric.
+func scaleOf(r map[string]result, name, metric string, by float64) spread {
+	sp := scale(values(r, name, metric), by)
+	sp.needs = []measurement{{name, metric}}
+	return sp
 }
 
 // pair divides run i of one measurement by run i of another and spreads the
@@ -277,7 +338,6 @@ const (
 	whyMirror       = "both mirror rates are bounded by a redis-server on the same two cores as the engine and the benchmark, so they move with Redis's share of those cores between runs (see the range)"
 	whyParallel     = "lookups take no lock and write no shared cache line, so they scale with the cores the machine gives; on a shared virtual machine the second core is not always free"
 	whyOpen         = "Open maps the file and reads its header and directory, whatever the file's size; a slow run is the machine's"
-	notMeasured     = "this run has no measurement for it: a benchmark it needs is missing from go test's output"
 	whyBits         = "presence bits add one bit to every four of counters, and the rows of the ways that keep them count them: 1.25 times the counters' own bits. With counters only, a 64-byte block of 128 counters holds about 12 keys at p = 1% and the spread of keys over blocks costs 1.12x the ideal; at 0.1% (about 7 keys a block) 1.30x. Blocks of two cache lines (256 counters) were built and measured: 66.3 bits of counters per key at 0.1% (1.16x), but a key's counters then fall in either line, so a lookup of a key never added needs the second line half the time; a ten-sub-filter lookup went from about 350-400 to 690 ns and a 64M lookup from about 540 to 650 ns, too much for a lookup engine to pay for 11% of memory, so they were left out"
 )
 
@@ -285,14 +345,16 @@ const (
 // 8 MiB slower than busy says other tenants held the cache (cacheBusy).
 func targets(r map[string]result, busy float64) []target {
 	ns := func(num, den string) spread {
-		sp := pair(values(r, num, "ns/op"), values(r, den, "ns/op"))
+		sp := pairOf(r, "ns/op", num, den)
 		sp.held = heldRuns(r, busy, num, den)
 		return sp
 	}
-	bits := func(lib string) []float64 { return values(r, "Contains/1M/"+lib+"/member", "bits/key") }
 	ideal := func(p float64) float64 { return 4 * 1.44 * math.Log2(1/p) }
+	bits := func(lib string, p float64) spread {
+		return scaleOf(r, "Contains/1M/"+lib+"/member", "bits/key", ideal(p))
+	}
 	batch := func(lib string) spread {
-		return pair(values(r, "ContainsBatch/64M/"+lib+"/single", "ns/key"), values(r, "ContainsBatch/64M/"+lib+"/batch", "ns/key"))
+		return pairOf(r, "ns/key", "ContainsBatch/64M/"+lib+"/single", "ContainsBatch/64M/"+lib+"/batch")
 	}
 	vsBnb := func(size, lib string) float64 {
 		return ns("Contains/"+size+"/"+lib+"/member", "Contains/"+size+"/bits-and-blooms/member").median
@@ -344,18 +406,40 @@ func targets(r map[string]result, busy float64) []target {
 		{"ContainsBatch of 1024, 64M, throughput vs single calls", asLarge, batch("tallybloom-large"), 0, 1.5, whyBatchOf("tallybloom-large")},
 		{"Contains on all cores vs 1 (throughput)", asDefault, ns("ContainsParallel/1M/tallybloom/procs=1", fmt.Sprintf("ContainsParallel/1M/tallybloom/procs=%d", runtime.NumCPU())), 0, 1.8, whyParallel},
 		{"Open, 4 GiB vs 1 MiB", asDefault, ns("Open/4GiB", "Open/1MiB"), 2, 0, whyOpen},
-		{"Mirror: changes shipped to a local Redis, per second (x 200 000)", asDefault, scale(values(r, "MirrorShip", "changes/s"), 200_000), 0, 1, whyMirror},
-		{"Mirror: keys checked from Redis by one process, per second (x 100 000)", asDefault, scale(values(r, "RemoteCheck", "keys/s"), 100_000), 0, 1, whyMirror},
-		{"bits per key vs 4 x 1.44 x log2(1/p), p = 0.1%", asDefault, scale(bits("tallybloom"), ideal(0.01*(1-0.9))), 1.25, 0, whyBits},
-		{"bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asFixed, scale(bits("tallybloom-fixed"), ideal(0.01)), 1.25, 0, whyBits},
-		{"bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asCounters, scale(bits("tallybloom-counters"), ideal(0.01)), 1.25, 0, whyBits},
+		{"Mirror: changes shipped to a local Redis, per second (x 200 000)", asDefault, scaleOf(r, "MirrorShip", "changes/s", 200_000), 0, 1, whyMirror},
+		{"Mirror: keys checked from Redis by one process, per second (x 100 000)", asDefault, scaleOf(r, "RemoteCheck", "keys/s", 100_000), 0, 1, whyMirror},
+		{"bits per key vs 4 x 1.44 x log2(1/p), p = 0.1%", asDefault, bits("tallybloom", 0.01*(1-0.9)), 1.25, 0, whyBits},
+		{"bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asFixed, bits("tallybloom-fixed", 0.01), 1.25, 0, whyBits},
+		{"bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asCounters, bits("tallybloom-counters", 0.01), 1.25, 0, whyBits},
 	}
+}
+
+// unmeasured is the reason given for a target this run has no ratio for:
+// how many runs measured what it needs, and what go test printed under
+// those benchmarks' names (a skip says why there).
+func unmeasured(r map[string]result, said map[string][]string, needs []measurement) string {
+	var names, runs, printed []string
+	for _, m := range needs {
+		names = append(names, m.name)
+		runs = append(runs, strconv.Itoa(len(values(r, m.name, m.metric))))
+		if msgs := said[m.name]; len(msgs) > 0 {
+			printed = append(printed, fmt.Sprintf("go test printed for %s: %q", m.name, strings.Join(msgs, "; ")))
+		}
+	}
+	why := fmt.Sprintf("this run has no measurement for it: %s measured %s in %s of its runs", names[0], needs[0].metric, runs[0])
+	if len(needs) == 2 {
+		why = fmt.Sprintf("this run has no measurement for it: its ratio pairs run i of %s with run i of %s, which measured %s in %s and %s of its runs", names[0], names[1], needs[0].metric, runs[0], runs[1])
+	}
+	if len(printed) > 0 {
+		why += "; " + strings.Join(printed, "; ")
+	}
+	return why
 }
 
 // shortLimit is the time short mode is meant to finish in on two cores.
 const shortLimit = 5 * time.Minute
 
-func write(r map[string]result, h host, mode string, count int, benchtime string, took time.Duration, chart string) string {
+func write(r map[string]result, said map[string][]string, h host, mode string, count int, benchtime string, took time.Duration, chart string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tallybloom against its peers\n\n")
 	fmt.Fprintf(&b, "Written by `go run ./cmd/report` (%s mode, the median of %d runs of %s each, %s in all). ", mode, count, benchtime, took.Round(time.Second))
@@ -391,7 +475,7 @@ func write(r map[string]result, h host, mode string, count int, benchtime string
 			// A benchmark it needs failed or was skipped: the reason
 			// would quote figures this run does not have.
 			verdict = "**not measured**"
-			t.why = notMeasured
+			t.why = unmeasured(r, said, t.ratio.needs)
 			missed = append(missed, t)
 		case !t.met():
 			verdict = "**missed**"

@@ -54,6 +54,25 @@ func TestParseLeavesOutRunsThatMeasuredNothing(t *testing.T) {
 	require.Equal(t, 16877.0, get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"))
 }
 
+// What go test prints under a benchmark's name, a skip's reason among
+// it, is collected by benchmark, each message once, without the file and
+// line it came from.
+func TestLoggedCollectsWhatABenchmarkPrinted(t *testing.T) {
+	out := "BenchmarkOpen/1MiB-2 \t 20000\t 41000 ns/op\n" +
+		"BenchmarkOpen/4GiB-2 \t 0\t NaN ns/op\n" +
+		"--- SKIP: BenchmarkOpen/4GiB-2\n" +
+		"    bench_test.go:915: no room for 4GiB: no space left on device\n" +
+		"BenchmarkOpen/4GiB-2 \t 0\t NaN ns/op\n" +
+		"--- BENCH: BenchmarkOpen/4GiB-2\n" +
+		"    bench_test.go:915: no room for 4GiB: no space left on device\n" +
+		"    a line of its own\n" +
+		"BenchmarkMirrorShip-2 \t 100\t 9000 ns/op\n" +
+		"PASS\n"
+	require.Equal(t, map[string][]string{
+		"Open/4GiB": {"no room for 4GiB: no space left on device", "a line of its own"},
+	}, logged(out))
+}
+
 func TestPairDividesRunByRun(t *testing.T) {
 	s := pair([]float64{100, 300, 200}, []float64{100, 100, 100})
 	require.Equal(t, spread{median: 2, lo: 1, hi: 3, runs: 3}, s)
@@ -99,7 +118,7 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 		"Contains/20K/tallybloom-fixed/member":   ns(40, 40, 40),
 		"AddBatch/1M/tallybloom-fixed":           {"ns/op": {153600, 153600, 153600}, "ns/key": {150, 150, 150}},
 	}))
-	report := write(r, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(r, nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 
 	row := func(what, as string) string {
 		for l := range strings.SplitSeq(report, "\n") {
@@ -146,7 +165,7 @@ func TestEverythingElseComparesWithBitsAndBlooms(t *testing.T) {
 	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Remove/1M/tallybloom")), "bits-and-blooms does not remove")
 	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Open/4GiB")), "no library in the name")
 
-	report := write(r, testHost, "short", 1, "250ms", time.Minute, "results.svg")
+	report := write(r, nil, testHost, "short", 1, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "| TestAndAddNew/1M/tallybloom | 300.0 | 3.00x | ")
 	require.Contains(t, report, "| Remove/1M/tallybloom | 250.0 |  | ")
 }
@@ -176,7 +195,7 @@ func TestReportSaysWhenOtherTenantsHeldTheCache(t *testing.T) {
 	require.NotContains(t, cacheNote(busy, 8<<20), "other tenants", "8 MiB does not fit a cache of 8 MiB: memory is not a neighbour")
 	require.Empty(t, cacheNote(latency(nil, nil), 32<<20), "nothing measured, nothing said")
 
-	report := write(busy, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(busy, nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 	machine, _, _ := strings.Cut(report, "## Targets")
 	require.Contains(t, machine, "In 2 of the 3 times", "the Machine section carries it")
 }
@@ -198,7 +217,7 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 		"Add/1M/bits-and-blooms":  {"ns/op": {100, 100, 100}, "cache-ns": {25, 25, 25}},
 	}
 	r := parse(benchOutput(3, rows))
-	report := write(r, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(r, nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 
 	machine, _, _ := strings.Cut(report, "## Targets")
 	require.Contains(t, machine, "In 2 of the 15 times", "the probes after each run count, not only the memory rows")
@@ -209,7 +228,7 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 
 	small := testHost
 	small.llc = 8 << 20
-	require.NotContains(t, write(r, small, "short", 3, "250ms", time.Minute, "results.svg"), "cache held",
+	require.NotContains(t, write(r, nil, small, "short", 3, "250ms", time.Minute, "results.svg"), "cache held",
 		"a cache that need not hold 8 MiB is no sign of neighbours")
 }
 
@@ -224,7 +243,7 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 		"Contains/64M/tallybloom-large/member":    {"ns/op": {180, 180, 180}},
 		"Contains/64M/bits-and-blooms/member":     {"ns/op": {250, 250, 250}},
 	}
-	report := write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 	_, section, ok := strings.Cut(report, "### Contains at 64M, side by side with bits-and-blooms")
 	require.True(t, ok, "the section is there")
 	section, _, _ = strings.Cut(section, "## Everything else")
@@ -236,7 +255,7 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 
 	delete(rows, "ContainsSideBySide/64M/tallybloom")
 	delete(rows, "ContainsSideBySide/64M/tallybloom-large")
-	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "### Contains at 64M, side by side",
+	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg"), "### Contains at 64M, side by side",
 		"nothing measured, nothing said")
 }
 
@@ -246,12 +265,12 @@ func TestReportSaysHowMuchTheKernelMappedLarge(t *testing.T) {
 	rows := map[string]map[string][]float64{
 		"Contains/64M/tallybloom-large/member": {"ns/op": {180, 190, 250}, "large-share": {0.996, 0.99, 0.2}},
 	}
-	report := write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
 	machine, _, _ := strings.Cut(report, "## Targets")
 	require.Contains(t, machine, "the kernel mapped 99% of the 64M filter's counters and presence bits with 2 MiB pages (20-100% over the runs)")
 
 	delete(rows, "Contains/64M/tallybloom-large/member")
-	require.NotContains(t, write(parse(benchOutput(3, rows)), testHost, "short", 3, "250ms", time.Minute, "results.svg"), "2 MiB pages (",
+	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg"), "2 MiB pages (",
 		"nothing measured, nothing said")
 }
 
@@ -269,9 +288,9 @@ func TestReportWithoutRedisSaysSoAtOnce(t *testing.T) {
 func TestAShortRunOverItsFiveMinutesSaysSo(t *testing.T) {
 	r := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/tallybloom/member": {"ns/op": {50}}}))
 	const over = "longer than the 5m0s short mode is meant to take"
-	require.NotContains(t, write(r, testHost, "short", 3, "250ms", 4*time.Minute+50*time.Second, "results.svg"), over)
-	require.Contains(t, write(r, testHost, "short", 3, "250ms", 5*time.Minute+10*time.Second, "results.svg"), over)
-	require.NotContains(t, write(r, testHost, "full", 3, "1s", 16*time.Minute, "results.svg"), over, "full mode has no limit")
+	require.NotContains(t, write(r, nil, testHost, "short", 3, "250ms", 4*time.Minute+50*time.Second, "results.svg"), over)
+	require.Contains(t, write(r, nil, testHost, "short", 3, "250ms", 5*time.Minute+10*time.Second, "results.svg"), over)
+	require.NotContains(t, write(r, nil, testHost, "full", 3, "1s", 16*time.Minute, "results.svg"), over, "full mode has no limit")
 }
 
 func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
@@ -289,7 +308,7 @@ func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
 		"Chain/subs=5/tallybloom":            ns(100),
 		"Chain/subs=10/tallybloom":           ns(200),
 	}))
-	report := write(measured, testHost, "short", 1, "250ms", time.Minute, "results.svg")
+	report := write(measured, nil, testHost, "short", 1, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "| Contains member | 1M | dablooms | 150.0 | 1.50x |", "a row of the table, against bits-and-blooms")
 	require.Contains(t, report, "which costs 31 ns a call on this machine", "the cost of cgo, from its benchmark")
 	require.Contains(t, report, "BoomFilters' counting filter and dablooms are the peers that remove")
@@ -299,7 +318,7 @@ func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
 	without := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/bits-and-blooms/member": ns(100)}))
 	noCompiler := testHost
 	noCompiler.noDablooms = "dablooms: no C compiler (cc) on the PATH"
-	report = write(without, noCompiler, "short", 1, "250ms", time.Minute, "results.svg")
+	report = write(without, nil, noCompiler, "short", 1, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "dablooms, bitly's C library that tallybloom succeeds, was not measured in this run: dablooms: no C compiler (cc) on the PATH.")
 	require.NotContains(t, report, "| dablooms |")
 	require.NotContains(t, report, "sub-filters, against tallybloom's", "no chain sentence without dablooms' chains")
@@ -357,4 +376,25 @@ func TestMachineLineNamesTheProcessorAndItsCaches(t *testing.T) {
 	require.Equal(t, ", caches L1d 48 KiB, L1i 32 KiB, L2 2 MiB, L3 260 MiB", cachesText(caches))
 	require.Equal(t, int64(260<<20), caches[3].bytes)
 	require.Empty(t, cachesText(cpuCaches(filepath.Join(dir, "none"))))
+}
+
+// A target whose benchmarks did not run as often as each other has no
+// ratio (run i pairs with run i), and its reason says how many runs each
+// measured and what go test printed for them.
+func TestAnUnmeasuredTargetSaysWhatItLacked(t *testing.T) {
+	out := benchOutput(3, map[string]map[string][]float64{"Open/1MiB": {"ns/op": {40000, 41000, 42000}}}) +
+		benchOutput(2, map[string]map[string][]float64{"Open/4GiB": {"ns/op": {50000, 51000}}}) +
+		"--- SKIP: BenchmarkOpen/4GiB-2\n    bench_test.go:915: no room for 4GiB: no space left on device\n"
+	report := write(parse(out), logged(out), testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	require.Contains(t, report, "| Open, 4 GiB vs 1 MiB | "+asDefault+" | NaNx | NaN-NaNx | at most 2x | **not measured** |")
+	require.Contains(t, report, "\n- Open, 4 GiB vs 1 MiB: this run has no measurement for it: its ratio pairs run i of Open/4GiB with run i of Open/1MiB, "+
+		"which measured ns/op in 2 and 3 of its runs; go test printed for Open/4GiB: \"no room for 4GiB: no space left on device\".\n")
+	require.Contains(t, report, "\n- Mirror: changes shipped to a local Redis, per second (x 200 000): this run has no measurement for it: MirrorShip measured changes/s in 0 of its runs.\n",
+		"one measurement, not run at all")
+}
+
+// go test's output is kept beside the report, named as it is.
+func TestRawOutputLiesBesideTheReport(t *testing.T) {
+	require.Equal(t, "RESULTS.txt", rawPath("RESULTS.md"))
+	require.Equal(t, filepath.Join("out", "RESULTS-full.txt"), rawPath(filepath.Join("out", "RESULTS-full.md")))
 }
