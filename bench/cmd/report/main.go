@@ -426,9 +426,9 @@ func unmeasured(r map[string]result, said map[string][]string, needs []measureme
 			printed = append(printed, fmt.Sprintf("go test printed for %s: %q", m.name, strings.Join(msgs, "; ")))
 		}
 	}
-	why := fmt.Sprintf("this run has no measurement for it: %s measured %s in %s of its runs", names[0], needs[0].metric, runs[0])
+	why := fmt.Sprintf("this run has no measurement for it: %s reported %s in %s runs", names[0], needs[0].metric, runs[0])
 	if len(needs) == 2 {
-		why = fmt.Sprintf("this run has no measurement for it: its ratio pairs run i of %s with run i of %s, which measured %s in %s and %s of its runs", names[0], names[1], needs[0].metric, runs[0], runs[1])
+		why = fmt.Sprintf("this run has no measurement for it: its ratio pairs run i of %s with run i of %s, which reported %s in %s runs and %s", names[0], names[1], needs[0].metric, runs[0], runs[1])
 	}
 	if len(printed) > 0 {
 		why += "; " + strings.Join(printed, "; ")

@@ -388,8 +388,8 @@ func TestAnUnmeasuredTargetSaysWhatItLacked(t *testing.T) {
 	report := write(parse(out), logged(out), testHost, "short", 3, "250ms", time.Minute, "results.svg")
 	require.Contains(t, report, "| Open, 4 GiB vs 1 MiB | "+asDefault+" | NaNx | NaN-NaNx | at most 2x | **not measured** |")
 	require.Contains(t, report, "\n- Open, 4 GiB vs 1 MiB: this run has no measurement for it: its ratio pairs run i of Open/4GiB with run i of Open/1MiB, "+
-		"which measured ns/op in 2 and 3 of its runs; go test printed for Open/4GiB: \"no room for 4GiB: no space left on device\".\n")
-	require.Contains(t, report, "\n- Mirror: changes shipped to a local Redis, per second (x 200 000): this run has no measurement for it: MirrorShip measured changes/s in 0 of its runs.\n",
+		"which reported ns/op in 2 runs and 3; go test printed for Open/4GiB: \"no room for 4GiB: no space left on device\".\n")
+	require.Contains(t, report, "\n- Mirror: changes shipped to a local Redis, per second (x 200 000): this run has no measurement for it: MirrorShip reported changes/s in 0 runs.\n",
 		"one measurement, not run at all")
 }
 
