@@ -43,6 +43,8 @@ func TestCreate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, fmt.Sprintf("\nthe file takes %s: its first sub-filter, for 1000 keys at 0.001, holds 9.2 KiB of counters and 2.3 KiB of presence bits\n", bytesText(uint64(info.Size()))),
 		"what the parameters cost, before any key")
+	assert.Contains(t, out, "\na copy in Redis (mirror push) takes at least 9.2 KiB, its counters, and twice that while a full copy replaces the live one\n",
+		"and what a copy in Redis takes")
 
 	// --dry-run says the same, and creates nothing.
 	planned := filepath.Join(t.TempDir(), "planned.tb")
@@ -66,8 +68,12 @@ func TestCreate(t *testing.T) {
 	grown := filepath.Join(t.TempDir(), "grown.tb")
 	out, _, code = tallybloom(t, "create", grown, "--capacity", "1000", "--error-rate", "0.01", "--growth", "1", "--holding", "2500")
 	require.Equal(t, 0, code)
-	line := regexp.MustCompile(`\nholding 2500 keys, none retired, it takes (.+) in 3 sub-filters, built for 3000 keys together, their false-positive rate under 0.0027\n$`).FindStringSubmatch(out)
+	line := regexp.MustCompile(`\nholding 2500 keys, none retired, it takes (.+) in 3 sub-filters, built for 3000 keys together, their false-positive rate under 0.0027\n`).FindStringSubmatch(out)
 	require.NotNil(t, line, out)
+	holds, err := engine.FootprintHolding(engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1}, 2500)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(out, fmt.Sprintf("\nholding 2500 keys, a copy in Redis (mirror push) takes at least %s, its counters, and twice that while a full copy replaces the live one\n", bytesText(holds.CounterBytes))),
+		"the copy of the three sub-filters' counters: %s", out)
 	lines := ""
 	for id := 1; id <= 2500; id++ {
 		lines += fmt.Sprintf("%d\tkey-%d\n", id, id)

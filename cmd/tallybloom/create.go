@@ -28,7 +28,7 @@ room, so a filter larger than the cache answers more slowly.
 
 create says what the file takes, reserved on disk at once, and with
 --holding N what it will take once N keys are added with none retired, in
-the sub-filters the chain opens for them: it refuses a chain that cannot
+the sub-filters the chain opens for them, and what a copy in Redis takes: it refuses a chain that cannot
 hold N, and warns when the file system has too little room for the
 sub-filters still to come. --dry-run says so, and how much room the
 directory's file system has left, and creates nothing: it exits 1 when the
@@ -41,6 +41,7 @@ room is too little.`,
 			}
 			plan := []string{footprintText(fp)}
 			need := fp.FileBytes
+			copied := redisText(fp, "")
 			if cmd.Flags().Changed("holding") {
 				// A filter that cannot hold the keys asked for is refused
 				// before it is made.
@@ -50,7 +51,9 @@ room is too little.`,
 				}
 				plan = append(plan, holdingText(grown, holding))
 				need = grown.FileBytes
+				copied = redisText(grown, fmt.Sprintf("holding %d keys, ", holding))
 			}
+			plan = append(plan, copied)
 			out := cmd.OutOrStdout()
 			if dryRun {
 				if _, err := os.Lstat(args[0]); err == nil {
@@ -116,6 +119,16 @@ func footprintText(fp engine.Footprint) string {
 	}
 	return fmt.Sprintf("%s: its first sub-filter, for %d keys at %.2g, holds %s of counters%s",
 		bytesText(fp.FileBytes), fp.Capacity, fp.ErrorRate, bytesText(fp.CounterBytes), presence)
+}
+
+// redisText is what a copy of a filter of footprint fp takes in Redis: its
+// counters, one string a sub-filter (the presence bits stay in the file),
+// and the room of a second copy while a full copy is written beside the
+// live one (see mirror.ErrRedisFull). Redis's allocator rounds each string
+// up, hence "at least".
+func redisText(fp engine.Footprint, holding string) string {
+	return fmt.Sprintf("%sa copy in Redis (mirror push) takes at least %s, its counters, and twice that while a full copy replaces the live one",
+		holding, bytesText(fp.CounterBytes))
 }
 
 // holdingText is what a filter of footprint fp takes holding keys keys.

@@ -559,3 +559,40 @@ func TestMirrorPullReplacesAnUncleanFile(t *testing.T) {
 	_, _, code = tallybloom(t, "verify", crashed)
 	assert.Equal(t, 0, code)
 }
+
+// A copy in Redis takes what create says it takes: at least the filter's
+// counters, and not much more, measured with MEMORY USAGE on a real
+// redis-server.
+func TestARedisCopyTakesWhatCreateSaid(t *testing.T) {
+	s := redistest.StartServer(t)
+	flags := []string{"--capacity", "200000", "--error-rate", "0.01", "--holding", "300000"}
+	path := newFile(t, flags...)
+	fp, err := engine.FootprintHolding(engine.Config{Capacity: 200000, ErrorRate: 0.01}, 300000)
+	require.NoError(t, err)
+	out, _, code := tallybloom(t, append([]string{"create", "--dry-run", filepath.Join(t.TempDir(), "planned.tb")}, flags...)...)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "holding 300000 keys, a copy in Redis (mirror push) takes at least "+bytesText(fp.CounterBytes)+", its counters")
+
+	var keys strings.Builder
+	for id := range 300000 {
+		fmt.Fprintf(&keys, "%d\tkey-%d\n", id+1, id)
+	}
+	_, errOut, code := tallybloomIn(t, keys.String(), "add", "--with-ids", path)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = tallybloom(t, "mirror", "push", path, "--redis", s.URL(), "--name", "sized")
+	require.Equal(t, 0, code, errOut)
+
+	c := redistest.Client(t, s)
+	ctx := context.Background()
+	names, err := c.Keys(ctx, "{sized}:*").Result()
+	require.NoError(t, err)
+	used := int64(0)
+	for _, name := range names {
+		n, err := c.MemoryUsage(ctx, name, 0).Result()
+		require.NoError(t, err)
+		used += n
+	}
+	t.Logf("%d keys take %d bytes; the counters are %d", len(names), used, fp.CounterBytes)
+	assert.GreaterOrEqual(t, used, int64(fp.CounterBytes), "at least the counters")
+	assert.LessOrEqual(t, used, int64(fp.CounterBytes)*5/4+64<<10, "and not much more")
+}
