@@ -28,11 +28,11 @@ room, so a filter larger than the cache answers more slowly.
 
 create says what the file takes, reserved on disk at once, and with
 --holding N what it will take once N keys are added with none retired, in
-the sub-filters the chain opens for them, and what a copy in Redis takes: it refuses a chain that cannot
-hold N, and warns when the file system has too little room for the
-sub-filters still to come. --dry-run says so, and how much room the
-directory's file system has left, and creates nothing: it exits 1 when the
-room is too little.`,
+the sub-filters the chain opens for them, and what a copy in Redis takes:
+it refuses a chain that cannot hold N, and warns when the file system has
+too little room for the sub-filters still to come. --dry-run says so, and
+how much room the directory's file system has left, and creates nothing:
+it exits 1 when the room is too little.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fp, err := engine.FootprintOf(cfg)
