@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -209,7 +208,7 @@ func claimPath(path string, o settings) (*mmapfile.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err = startsAsFilter(path); err == nil {
+	if err = startsAsFilter(old); err == nil {
 		err = lock(old)
 	}
 	if err != nil {
@@ -219,16 +218,13 @@ func claimPath(path string, o settings) (*mmapfile.File, error) {
 	return old, nil
 }
 
-// startsAsFilter refuses a file at path that does not begin with Magic.
-func startsAsFilter(path string) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
+// startsAsFilter refuses a file that does not begin with Magic. It reads
+// the file claimPath opened, the one whose lock it takes, not the path
+// again.
+func startsAsFilter(file *mmapfile.File) error {
 	head := make([]byte, len(Magic))
-	if _, err := io.ReadFull(file, head); err != nil || string(head) != Magic {
-		return fmt.Errorf("%w: will not replace %s, which is not a filter file", ErrNotFilter, path)
+	if err := file.ReadAt(head, 0); err != nil || string(head) != Magic {
+		return fmt.Errorf("%w: will not replace %s, which is not a filter file", ErrNotFilter, file.Path())
 	}
 	return nil
 }

@@ -144,6 +144,13 @@ func (f *File) WriteAt(b []byte, off int64) error {
 	return nil
 }
 
+// ReadAt reads len(b) bytes at off, an error if the file ends first: for a
+// look at a file's first bytes before anything is mapped.
+func (f *File) ReadAt(b []byte, off int64) error {
+	_, err := f.file.ReadAt(b, off)
+	return err
+}
+
 // Lock takes an exclusive lock on the file without waiting: ErrLocked if
 // another open file description (in this process or another) holds it. The
 // lock goes with Close.
