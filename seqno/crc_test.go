@@ -48,3 +48,21 @@ func BenchmarkChecksum(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChecksumLatency is BenchmarkChecksum with each checksum waiting
+// for the one before, as a change's writes wait for its record's seal:
+// its time is the checksum's latency, where BenchmarkChecksum's lets calls
+// overlap and measures throughput.
+func BenchmarkChecksumLatency(b *testing.B) {
+	region := make([]byte, JournalSize)
+	j, err := NewJournal(region)
+	require.NoError(b, err)
+	for _, count := range []int{2, 3} {
+		b.Run(fmt.Sprintf("spans=%d", count), func(b *testing.B) {
+			seq := uint64(1)
+			for b.Loop() {
+				seq = uint64(j.checksum(seq, count))
+			}
+		})
+	}
+}
