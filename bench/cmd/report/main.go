@@ -889,5 +889,9 @@ func drawChart(r map[string]result, path string) error {
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
+	// The axis spans every size, whichever were measured: points at one
+	// size alone would leave it no width, and the plot would widen it
+	// to 0, which a log scale cannot show.
+	p.X.Min, p.X.Max = sizes[0].x, sizes[len(sizes)-1].x
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }

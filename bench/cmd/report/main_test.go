@@ -351,6 +351,15 @@ func TestChartLeavesOutALibraryWithoutResults(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "bits-and-blooms")
 	require.NotContains(t, string(svg), "dablooms", "no legend entry for a library not measured")
+
+	// A run that measured one size still has a chart, its axis spanning
+	// all three.
+	one := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/bits-and-blooms/member": {"ns/op": {110}}}))
+	require.NoError(t, drawChart(one, path))
+	svg, err = os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "bits-and-blooms")
+	require.Contains(t, string(svg), ">64<", "the axis reaches the largest size")
 }
 
 // TestChartLinkIsRelativeToTheReport: the report links its chart by a path
