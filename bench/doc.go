@@ -7,7 +7,8 @@
 //
 // It is a module of its own so that the peers never enter tallybloom's
 // go.mod. The benchmarks are in bench_test.go; cmd/report runs them and
-// writes RESULTS.md, with go test's output beside it in RESULTS.txt.
+// writes RESULTS.md, with go test's output beside it in RESULTS.txt,
+// from which -from writes the report again.
 //
 // Sizes come from the -sizes flag: "ci" (tiny, to see nothing is broken),
 // "short" (1M, and 64M-key filters filled with 8M keys: under five minutes

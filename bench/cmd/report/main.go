@@ -2,11 +2,15 @@
 // allocations, bits per key and measured false-positive rate for every
 // library and workload, the ratios against bits-and-blooms, the targets met
 // and missed, the machine, and a chart of lookup time against filter size;
-// and beside it go test's own output (RESULTS.txt), which benchstat reads.
+// and beside it go test's own output (RESULTS.txt), which benchstat reads,
+// headed by the run's details.
 //
 //	go run ./cmd/report            # short mode, under five minutes on two cores
 //	go run ./cmd/report -full -out RESULTS-full.md -chart results-full.svg
 //	                               # 64M filters filled to 64M keys, for releases
+//	go run ./cmd/report -from RESULTS.txt
+//	                               # the report and chart again from a kept
+//	                               # run, running nothing
 //
 // The mirror's benchmarks start a real redis-server, which must be on the
 // PATH.
@@ -42,17 +46,28 @@ func main() {
 	count := flag.Int("count", 3, "runs of each benchmark; the report quotes medians")
 	out := flag.String("out", "RESULTS.md", "report to write")
 	chart := flag.String("chart", "results.svg", "chart to write")
+	from := flag.String("from", "", "write the report and chart again from the go test output an earlier report kept (its RESULTS.txt), running nothing")
 	flag.Parse()
-	if err := run(*full, *count, *out, *chart); err != nil {
+	var err error
+	if *from != "" {
+		err = rewrite(*from, *out, *chart)
+	} else {
+		err = run(*full, *count, *out, *chart)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
 }
 
 func run(full bool, count int, out, chart string) error {
-	mode := "short"
+	// Short mode must finish in under five minutes on two cores. On a
+	// slow one (an AMD EPYC VM, memory twice as slow as the Xeon the
+	// earlier reports ran on) building the 64M filters took a minute and a
+	// half, and runs of 400ms made it 5m37s in all.
+	info := runInfo{mode: "short", count: count, benchtime: "250ms"}
 	if full {
-		mode = "full"
+		info.mode, info.benchtime = "full", "1s"
 	}
 	// The mirror's benchmarks start a real redis-server; without one they
 	// would fail minutes into the run and leave no report.
@@ -60,51 +75,176 @@ func run(full bool, count int, out, chart string) error {
 		return errNoRedis
 	}
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "running the %s suite (%d runs of each benchmark)...\n", mode, count)
-	// Short mode must finish in under five minutes on two cores. On a
-	// slow one (an AMD EPYC VM, memory twice as slow as the Xeon the
-	// earlier reports ran on) building the 64M filters took a minute and a
-	// half, and runs of 400ms made it 5m37s in all.
-	benchtime := "250ms"
-	if full {
-		benchtime = "1s"
-	}
-	h := thisMachine()
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime,
+	fmt.Fprintf(os.Stderr, "running the %s suite (%d runs of each benchmark)...\n", info.mode, count)
+	info.h = thisMachine()
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", info.benchtime,
 		"-count", strconv.Itoa(count), "-timeout", "60m"}
 	env, err := buildDablooms()
 	if err != nil {
 		// The Go peers are measured all the same; the report says why
-		// dablooms is not.
-		h.noDablooms = err.Error()
+		// dablooms is not, in one line of the compiler's words.
+		info.h.noDablooms = strings.Join(strings.Fields(err.Error()), " ")
 		fmt.Fprintf(os.Stderr, "dablooms will not be measured: %v\n", err)
 	} else {
 		args = append(args, "-tags", "dablooms")
 	}
-	cmd := exec.Command("go", append(args, ".", "-args", "-sizes", mode)...)
+	cmd := exec.Command("go", append(args, ".", "-args", "-sizes", info.mode)...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	runErr := cmd.Run()
-	// go test's own output is kept beside the report: benchstat reads it,
-	// and it holds what a benchmark logged when it skipped a run.
+	info.took = time.Since(start)
+	// go test's own output is kept beside the report, headed by what the
+	// report says of the run: benchstat reads it, it holds what a
+	// benchmark logged when it skipped a run, and -from writes the report
+	// again from it.
 	raw := rawPath(out)
-	if err := os.WriteFile(raw, stdout.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(raw, append(info.header(), stdout.Bytes()...), 0o644); err != nil {
 		return err
 	}
 	if runErr != nil {
 		return fmt.Errorf("go test: %w (its output is in %s)", runErr, raw)
 	}
-	results := parse(stdout.String())
+	return render(stdout.String(), info, raw, out, chart)
+}
+
+// rewrite writes the report at out and the chart again from the go test
+// output that an earlier report kept in from, running nothing: for a
+// report whose words have changed since its run. The output is copied
+// beside out where it is not there already.
+func rewrite(from, out, chart string) error {
+	kept, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	info, text, err := readHeader(string(kept))
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	raw := rawPath(out)
+	if same, _ := samePath(from, raw); !same {
+		if err := os.WriteFile(raw, kept, 0o644); err != nil {
+			return err
+		}
+	}
+	return render(text, info, raw, out, chart)
+}
+
+// samePath reports whether a and b name one file, as far as their
+// absolute paths tell.
+func samePath(a, b string) (bool, error) {
+	absA, err := filepath.Abs(a)
+	if err != nil {
+		return false, err
+	}
+	absB, err := filepath.Abs(b)
+	if err != nil {
+		return false, err
+	}
+	return absA == absB, nil
+}
+
+// render writes the report at out and the chart from go test's output
+// text, kept in raw, of the run info describes.
+func render(text string, info runInfo, raw, out, chart string) error {
+	results := parse(text)
 	if len(results) == 0 {
 		return fmt.Errorf("no benchmark results in %s", raw)
 	}
 	if err := drawChart(results, chart); err != nil {
 		return err
 	}
-	report := write(results, logged(stdout.String()), h, mode, count, benchtime, time.Since(start), chartLink(out, chart))
+	report := write(results, logged(text), info.h, info.mode, info.count, info.benchtime, info.took, chartLink(out, chart))
 	return os.WriteFile(out, []byte(report), 0o644)
 }
+
+// runInfo is what a report says of its run besides the results: the
+// machine, how the suite ran and how long it took.
+type runInfo struct {
+	h         host
+	mode      string
+	count     int
+	benchtime string
+	took      time.Duration
+}
+
+// The header's keys, in the order header writes them. Each line is
+// "key: value", a configuration line to benchstat.
+const (
+	keyMachine   = "report-machine"
+	keyLLC       = "report-llc-bytes"
+	keyDablooms  = "report-dablooms-not-measured"
+	keyMode      = "report-mode"
+	keyCount     = "report-count"
+	keyBenchtime = "report-benchtime"
+	keyTook      = "report-took"
+)
+
+// header is info as the lines that head the kept go test output.
+func (info runInfo) header() []byte {
+	var b bytes.Buffer
+	for _, kv := range [][2]string{
+		{keyMachine, info.h.about},
+		{keyLLC, strconv.FormatInt(info.h.llc, 10)},
+		{keyDablooms, info.h.noDablooms},
+		{keyMode, info.mode},
+		{keyCount, strconv.Itoa(info.count)},
+		{keyBenchtime, info.benchtime},
+		{keyTook, info.took.String()},
+	} {
+		// A value is one line; none that run makes has more.
+		fmt.Fprintf(&b, "%s: %s\n", kv[0], strings.ReplaceAll(kv[1], "\n", " "))
+	}
+	return b.Bytes()
+}
+
+// errNoHeader is readHeader's error for output that does not start with
+// the header: go test's alone, or kept by a report older than the header.
+var errNoHeader = errors.New("the go test output is not headed by the report's run details (a report older than -from keeps none); run the suite again")
+
+// readHeader splits kept output into the run info its header holds and go
+// test's output after it.
+func readHeader(kept string) (runInfo, string, error) {
+	values := map[string]string{}
+	rest := kept
+	for {
+		l, after, _ := strings.Cut(rest, "\n")
+		key, value, ok := strings.Cut(l, ":")
+		if !ok || !strings.HasPrefix(key, "report-") {
+			break
+		}
+		values[key] = strings.TrimPrefix(value, " ")
+		rest = after
+	}
+	if len(values) == 0 {
+		return runInfo{}, "", errNoHeader
+	}
+	var errs []error
+	field := func(key string, read func(string) error) {
+		v, ok := values[key]
+		if !ok {
+			errs = append(errs, fmt.Errorf("no %s", key))
+		} else if err := read(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	text := func(to *string) func(string) error { return func(v string) error { *to = v; return nil } }
+	var info runInfo
+	field(keyMachine, text(&info.h.about))
+	field(keyMode, text(&info.mode))
+	field(keyBenchtime, text(&info.benchtime))
+	field(keyLLC, func(v string) (err error) { info.h.llc, err = strconv.ParseInt(v, 10, 64); return err })
+	field(keyCount, func(v string) (err error) { info.count, err = strconv.Atoi(v); return err })
+	field(keyTook, func(v string) (err error) { info.took, err = time.ParseDuration(v); return err })
+	info.h.noDablooms = values[keyDablooms]
+	if err := errors.Join(errs...); err != nil {
+		return runInfo{}, "", fmt.Errorf("%w: %w", errBadHeader, err)
+	}
+	return info, rest, nil
+}
+
+// errBadHeader is readHeader's error for a header it cannot read whole.
+var errBadHeader = errors.New("the report's run details heading the go test output are damaged")
 
 // rawPath is where go test's output goes for the report at out: beside it,
 // named as it is, with .txt for its extension (RESULTS.txt).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/perf/benchfmt"
 )
 
 // benchOutput is go test's output for the named benchmarks, runs times
@@ -421,4 +422,87 @@ func TestAnUnmeasuredTargetSaysWhatItLacked(t *testing.T) {
 func TestRawOutputLiesBesideTheReport(t *testing.T) {
 	require.Equal(t, "RESULTS.txt", rawPath("RESULTS.md"))
 	require.Equal(t, filepath.Join("out", "RESULTS-full.txt"), rawPath(filepath.Join("out", "RESULTS-full.md")))
+}
+
+// A report keeps its run's go test output headed by what the report says
+// of the run, so that -from writes the same report again from that file
+// alone, and the output stays one benchstat reads.
+func TestAKeptRunWritesTheSameReportAgain(t *testing.T) {
+	text := benchOutput(3, map[string]map[string][]float64{
+		"Contains/1M/tallybloom/member":      {"ns/op": {50, 52, 51}},
+		"Contains/1M/bits-and-blooms/member": {"ns/op": {80, 81, 79}},
+	}) + "--- SKIP: BenchmarkAddUntouched/64M/tallybloom-fixed-2\n    bench_test.go:12: measured once\n"
+	info := runInfo{h: host{about: "a test machine, 2 cores.", llc: 32 << 20, noDablooms: `dablooms: no "cc" on the PATH`},
+		mode: "full", count: 3, benchtime: "1s", took: 12*time.Minute + 16*time.Second}
+	first, again := t.TempDir(), t.TempDir()
+	kept := filepath.Join(first, "RESULTS.txt")
+	require.NoError(t, os.WriteFile(kept, append(info.header(), text...), 0o644))
+	require.NoError(t, render(text, info, kept, filepath.Join(first, "RESULTS.md"), filepath.Join(first, "results.svg")))
+
+	require.NoError(t, rewrite(kept, filepath.Join(again, "RESULTS.md"), filepath.Join(again, "results.svg")))
+	want, err := os.ReadFile(filepath.Join(first, "RESULTS.md"))
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(again, "RESULTS.md"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+	require.Contains(t, string(got), "full mode, the median of 3 runs of 1s each, 12m16s in all", "the run's details come from the header")
+	require.Contains(t, string(got), `was not measured in this run: dablooms: no "cc" on the PATH.`)
+	require.FileExists(t, filepath.Join(again, "results.svg"))
+	copied, err := os.ReadFile(filepath.Join(again, "RESULTS.txt"))
+	require.NoError(t, err)
+	require.Equal(t, append(info.header(), text...), copied, "the kept output goes beside the report written from it")
+
+	// Written again in place, the kept output is left as it is.
+	require.NoError(t, rewrite(kept, filepath.Join(first, "RESULTS.md"), filepath.Join(first, "results.svg")))
+	inPlace, err := os.ReadFile(kept)
+	require.NoError(t, err)
+	require.Equal(t, copied, inPlace)
+
+	// benchstat's reader takes the header for configuration and still
+	// finds every run.
+	f, err := os.Open(kept)
+	require.NoError(t, err)
+	defer f.Close()
+	reader := benchfmt.NewReader(f, kept)
+	runs := 0
+	for reader.Scan() {
+		switch rec := reader.Result().(type) {
+		case *benchfmt.Result:
+			runs++
+			require.Equal(t, "full", string(rec.GetConfig(keyMode)))
+			require.Equal(t, "12m16s", string(rec.GetConfig(keyTook)))
+		case *benchfmt.SyntaxError:
+			t.Fatalf("benchstat cannot read the kept output: %v", rec)
+		}
+	}
+	require.NoError(t, reader.Err())
+	require.Equal(t, 6, runs)
+}
+
+// Output without the header (go test's alone, or kept by a report older
+// than -from) or with a damaged one is refused with the reason, and no
+// report is written.
+func TestRewriteRefusesOutputItCannotTrust(t *testing.T) {
+	text := benchOutput(1, map[string]map[string][]float64{"Contains/1M/tallybloom/member": {"ns/op": {50}}})
+	good := runInfo{h: testHost, mode: "short", count: 1, benchtime: "250ms", took: time.Minute}.header()
+	for name, tc := range map[string]struct {
+		kept string
+		want error
+	}{
+		"no header":   {text, errNoHeader},
+		"a bad count": {strings.Replace(string(good), "report-count: 1", "report-count: one", 1) + text, errBadHeader},
+		"no mode":     {strings.Replace(string(good), "report-mode: short\n", "", 1) + text, errBadHeader},
+		"a bad time":  {strings.Replace(string(good), "report-took: 1m0s", "report-took: a minute", 1) + text, errBadHeader},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			kept := filepath.Join(dir, "RESULTS.txt")
+			require.NoError(t, os.WriteFile(kept, []byte(tc.kept), 0o644))
+			out := filepath.Join(dir, "RESULTS.md")
+			err := rewrite(kept, out, filepath.Join(dir, "results.svg"))
+			require.ErrorIs(t, err, tc.want)
+			require.Contains(t, err.Error(), kept, "the error names the file")
+			require.NoFileExists(t, out)
+		})
+	}
 }
