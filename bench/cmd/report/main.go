@@ -94,18 +94,48 @@ func run(full bool, count int, out, chart string) error {
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	runErr := cmd.Run()
 	info.took = time.Since(start)
-	// go test's own output is kept beside the report, headed by what the
-	// report says of the run: benchstat reads it, it holds what a
-	// benchmark logged when it skipped a run, and -from writes the report
-	// again from it.
+	return finish(stdout.String(), runErr, info, out, chart)
+}
+
+// finish keeps go test's output text beside the report at out, headed by
+// what the report says of the run (benchstat reads it, it holds what a
+// benchmark logged when it skipped a run, and -from writes the report
+// again from it), then writes the report and chart. A run that failed
+// still gets a report of the benchmarks that ran, saying that it failed,
+// and finish then returns the failure: a long run is not lost to one
+// benchmark's failure, and no one takes its report for a whole one.
+func finish(text string, runErr error, info runInfo, out, chart string) error {
+	if runErr != nil {
+		info.failed = runErr.Error()
+		if p := panicLine(text); p != "" {
+			info.failed += ", " + p
+		}
+	}
 	raw := rawPath(out)
-	if err := os.WriteFile(raw, append(info.header(), stdout.Bytes()...), 0o644); err != nil {
+	if err := os.WriteFile(raw, append(info.header(), text...), 0o644); err != nil {
 		return err
 	}
-	if runErr != nil {
-		return fmt.Errorf("go test: %w (its output is in %s)", runErr, raw)
+	if runErr == nil {
+		return render(text, info, raw, out, chart)
 	}
-	return render(stdout.String(), info, raw, out, chart)
+	if len(parse(text)) == 0 {
+		return fmt.Errorf("go test: %w, and no benchmark reported (its output is in %s)", runErr, raw)
+	}
+	if err := render(text, info, raw, out, chart); err != nil {
+		return err
+	}
+	return fmt.Errorf("go test: %w; %s is of the benchmarks that ran (go test's output is in %s)", runErr, out, raw)
+}
+
+// panicLine is the line that starts a panic in go test's output text,
+// which ends the run where it happens, or "".
+func panicLine(text string) string {
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(l, "panic: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 // rewrite writes the report at out and the chart again from the go test
@@ -154,7 +184,7 @@ func render(text string, info runInfo, raw, out, chart string) error {
 	if err := drawChart(results, chart); err != nil {
 		return err
 	}
-	report := write(results, logged(text), info.h, info.mode, info.count, info.benchtime, info.took, chartLink(out, chart))
+	report := write(results, logged(text), info, chartLink(out, chart))
 	return os.WriteFile(out, []byte(report), 0o644)
 }
 
@@ -166,6 +196,9 @@ type runInfo struct {
 	count     int
 	benchtime string
 	took      time.Duration
+	// failed is how go test failed ("exit status 1", and the panic that
+	// ended it, if one did), "" if it passed.
+	failed string
 }
 
 // The header's keys, in the order header writes them. Each line is
@@ -178,6 +211,7 @@ const (
 	keyCount     = "report-count"
 	keyBenchtime = "report-benchtime"
 	keyTook      = "report-took"
+	keyFailed    = "report-go-test-failed"
 )
 
 // header is info as the lines that head the kept go test output.
@@ -191,6 +225,7 @@ func (info runInfo) header() []byte {
 		{keyCount, strconv.Itoa(info.count)},
 		{keyBenchtime, info.benchtime},
 		{keyTook, info.took.String()},
+		{keyFailed, info.failed},
 	} {
 		// A value is one line; none that run makes has more.
 		fmt.Fprintf(&b, "%s: %s\n", kv[0], strings.ReplaceAll(kv[1], "\n", " "))
@@ -236,7 +271,7 @@ func readHeader(kept string) (runInfo, string, error) {
 	field(keyLLC, func(v string) (err error) { info.h.llc, err = strconv.ParseInt(v, 10, 64); return err })
 	field(keyCount, func(v string) (err error) { info.count, err = strconv.Atoi(v); return err })
 	field(keyTook, func(v string) (err error) { info.took, err = time.ParseDuration(v); return err })
-	info.h.noDablooms = values[keyDablooms]
+	info.h.noDablooms, info.failed = values[keyDablooms], values[keyFailed]
 	if err := errors.Join(errs...); err != nil {
 		return runInfo{}, "", fmt.Errorf("%w: %w", errBadHeader, err)
 	}
@@ -500,7 +535,7 @@ func targets(r map[string]result, busy float64) []target {
 		return ns("Contains/"+size+"/"+lib+"/member", "Contains/"+size+"/bits-and-blooms/member").median
 	}
 	lookup64 := func(lib string) float64 { return median(values(r, "Contains/64M/"+lib+"/member", "ns/op")) }
-	whyBig64 := fmt.Sprintf(whyBig, vsBnb("64M", "tallybloom-fixed"), vsBnb("64M", "tallybloom"), vsBnb("64M", "tallybloom-large"),
+	whyBig64 := sayf(whyBig, vsBnb("64M", "tallybloom-fixed"), vsBnb("64M", "tallybloom"), vsBnb("64M", "tallybloom-large"),
 		vsBnb("64M", "tallybloom-counters"), lookup64("tallybloom"), lookup64("tallybloom-large"), vsBnb("64M", "blobloom"))
 	latency := func(mib int) float64 { return median(values(r, fmt.Sprintf("MemoryLatency/MiB=%d", mib), "ns/op")) }
 	cached := func(workload, lib string) float64 {
@@ -510,20 +545,20 @@ func targets(r map[string]result, busy float64) []target {
 		}
 		return median(values(r, name, "ns/op"))
 	}
-	whyCache1 := fmt.Sprintf(whyCache, vsBnb("1M", "tallybloom-fixed"), vsBnb("1M", "tallybloom"), vsBnb("1M", "tallybloom-large"),
+	whyCache1 := sayf(whyCache, vsBnb("1M", "tallybloom-fixed"), vsBnb("1M", "tallybloom"), vsBnb("1M", "tallybloom-large"),
 		latency(1), latency(4), latency(8), vsBnb("1M", "tallybloom-counters"),
 		cached("Contains", "tallybloom-fixed"), cached("Contains", "tallybloom-counters"), cached("Contains", "bits-and-blooms"))
 	addFixed, addCounters, addBnb := cached("Add", "tallybloom-fixed"), cached("Add", "tallybloom-counters"), cached("Add", "bits-and-blooms")
-	whyAdd1 := fmt.Sprintf(whyAdd, addFixed, addCounters, addBnb, addFixed/addBnb, addCounters/addBnb)
+	whyAdd1 := sayf(whyAdd, addFixed, addCounters, addBnb, addFixed/addBnb, addCounters/addBnb)
 	if batch := median(values(r, "AddBatch/1M/tallybloom-fixed", "ns/key")); !math.IsNaN(batch) {
-		whyAdd1 += fmt.Sprintf(whyAddBatch, batch, batch/median(values(r, "Add/1M/bits-and-blooms", "ns/op")))
+		whyAdd1 += sayf(whyAddBatch, batch, batch/median(values(r, "Add/1M/bits-and-blooms", "ns/op")))
 	}
 	boomContains, boomAdd := cached("Contains", "boom-counting"), cached("Add", "boom-counting")
-	whyBoomCounting1 := fmt.Sprintf(whyBoomCounting, boomContains, boomAdd, cached("Contains", "tallybloom-fixed"), addFixed,
+	whyBoomCounting1 := sayf(whyBoomCounting, boomContains, boomAdd, cached("Contains", "tallybloom-fixed"), addFixed,
 		boomContains/4, boomAdd/4, cached("Contains", "blobloom"))
 	whyBatchOf := func(lib string) string {
 		perKey := func(kind string) float64 { return median(values(r, "ContainsBatch/64M/"+lib+"/"+kind, "ns/key")) }
-		return fmt.Sprintf(whyBatch, perKey("single"), perKey("batch"), latency(64), median(values(r, "MemoryParallel/MiB=512", "ns/load")))
+		return sayf(whyBatch, perKey("single"), perKey("batch"), latency(64), median(values(r, "MemoryParallel/MiB=512", "ns/load")))
 	}
 	return []target{
 		{"Contains, 1M, 1 sub-filter, vs bits-and-blooms Test", asDefault, ns("Contains/1M/tallybloom/member", "Contains/1M/bits-and-blooms/member"), 1.0, 0, whyCache1},
@@ -579,11 +614,15 @@ func unmeasured(r map[string]result, said map[string][]string, needs []measureme
 // shortLimit is the time short mode is meant to finish in on two cores.
 const shortLimit = 5 * time.Minute
 
-func write(r map[string]result, said map[string][]string, h host, mode string, count int, benchtime string, took time.Duration, chart string) string {
+func write(r map[string]result, said map[string][]string, info runInfo, chart string) string {
+	h, mode := info.h, info.mode
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tallybloom against its peers\n\n")
-	fmt.Fprintf(&b, "Written by `go run ./cmd/report` (%s mode, the median of %d runs of %s each, %s in all). ", mode, count, benchtime, took.Round(time.Second))
-	if mode == "short" && took > shortLimit {
+	fmt.Fprintf(&b, "Written by `go run ./cmd/report` (%s mode, the median of %d runs of %s each, %s in all). ", mode, info.count, info.benchtime, info.took.Round(time.Second))
+	if info.failed != "" {
+		fmt.Fprintf(&b, "**go test failed (%s)**: this report is of the benchmarks that ran, and a target whose benchmarks failed or never ran is marked not measured, with what go test printed about them. ", info.failed)
+	}
+	if mode == "short" && info.took > shortLimit {
 		fmt.Fprintf(&b, "**This run took longer than the %s short mode is meant to take**, on a machine slower or busier than the two cores it is sized for. ", shortLimit)
 	}
 	fmt.Fprintf(&b, "Every filter is configured for a 1%% false-positive rate; tallybloom's rate bounds its whole chain. ")
@@ -621,11 +660,14 @@ func write(r map[string]result, said map[string][]string, h host, mode string, c
 			verdict = "**missed**"
 			missed = append(missed, t)
 		}
-		held := ""
-		if t.ratio.held > 0 {
-			held = fmt.Sprintf(", cache held in %d of %d", t.ratio.held, t.ratio.runs)
+		measured, over := "", ""
+		if !math.IsNaN(t.ratio.median) {
+			measured, over = t.shown()+"x", fmt.Sprintf("%.2f-%.2fx", t.ratio.lo, t.ratio.hi)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %sx | %.2f-%.2fx%s | %s | %s |\n", t.what, t.as, t.shown(), t.ratio.lo, t.ratio.hi, held, limit, verdict)
+		if t.ratio.held > 0 {
+			over += fmt.Sprintf(", cache held in %d of %d", t.ratio.held, t.ratio.runs)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.what, t.as, measured, over, limit, verdict)
 	}
 	if len(missed) > 0 {
 		fmt.Fprintf(&b, "\nWhy the targets not met are missed:\n\n")
@@ -659,15 +701,21 @@ func write(r map[string]result, said map[string][]string, h host, mode string, c
 				if _, ok := r[name]; !ok {
 					continue // skipped, and the text below says why
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %.2fx | %.0f | %s | %s |\n", w, size, lib,
-					get(r, name, "ns/op"), vsBitsAndBlooms(r, name), get(r, name, "allocs/op"),
+				fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %s | %s | %s | %s |\n", w, size, lib,
+					get(r, name, "ns/op"), optional(vsBitsAndBlooms(r, name), "%.2fx"), optional(get(r, name, "allocs/op"), "%.0f"),
 					optional(get(r, strings.Replace(name, "Add/", "Contains/", 1)+suffix(w), "bits/key"), "%.1f"),
 					optional(get(r, strings.Replace(name, "Add/", "Contains/", 1)+suffix(w), "fpr"), "%.4f"))
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below, one run however many the others have: each makes a 64M file and removes it, which takes seconds) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n",
-		get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op"))
+	fmt.Fprintf(&b, "\nAt 20K and 1M an Add goes into a filter that starts empty, whose pages the first few thousand adds of a run touch. At 64M it goes into the filled filter, whose pages the fill touched: the steady state of a service. Into a new filter an add that is the first store into its 4 KiB page faults the page in, once a page. AddUntouched (below, one run however many the others have: each makes a 64M file and removes it, which takes seconds) adds to an empty 64M filter: early in a run nearly every add is such a store, later fewer are, so its time an add falls as runs grow longer. ")
+	untouched := []float64{get(r, "AddUntouched/64M/tallybloom-fixed", "ns/op"), get(r, "AddUntouched/64M/tallybloom-counters", "ns/op"), get(r, "AddUntouched/64M/bits-and-blooms", "ns/op")}
+	if slices.ContainsFunc(untouched, math.IsNaN) {
+		fmt.Fprintf(&b, "This run has no AddUntouched row for every way it measures. ")
+	} else {
+		fmt.Fprintf(&b, "Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. ", untouched[0], untouched[1], untouched[2])
+	}
+	fmt.Fprintf(&b, "With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n")
 	b.WriteString(dabloomsNote(r, h))
 	b.WriteString(sideBySide(r))
 	fmt.Fprintf(&b, "\n## Everything else\n\n")
@@ -711,7 +759,7 @@ func dabloomsNote(r map[string]result, h host) string {
 		"It is given a rate of 2%%, so that its one sub-filter is built for 1%% as the plain filters are: it builds its first sub-filter for half the rate it is given (its tightening ratio is 0.5), and every key here has one id, for which it never opens a second. "+
 		"It keeps 4-bit counters and no presence bits, and a lookup of a key it holds reads seven of them at 1%%, each in a cache line of its own. "+
 		"An add that finds a counter at 15 writes a line to C's stderr; the benchmarks add the same keys many times over at 20K and 1M, and those lines go to /dev/null.%s\n",
-		get(r, "CgoCall", "ns/op"), dabloomsChain(r))
+		figure(get(r, "CgoCall", "ns/op")), dabloomsChain(r))
 }
 
 // dabloomsChain is what the report says of dablooms' chains and
@@ -783,6 +831,28 @@ func suffix(workload string) string {
 		return "/member"
 	}
 	return ""
+}
+
+// figure is a measured number in the report's sentences: formatted as a
+// float64 is, or "(not measured)" where the run has none (NaN), as where a
+// benchmark failed, rather than "NaN".
+type figure float64
+
+func (v figure) Format(f fmt.State, verb rune) {
+	if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		fmt.Fprint(f, "(not measured)")
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), float64(v))
+}
+
+// sayf is fmt.Sprintf of a sentence whose arguments are all figures.
+func sayf(format string, vs ...float64) string {
+	args := make([]any, len(vs))
+	for i, v := range vs {
+		args[i] = figure(v)
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 func optional(v float64, format string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -119,7 +120,7 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 		"Contains/20K/tallybloom-fixed/member":   ns(40, 40, 40),
 		"AddBatch/1M/tallybloom-fixed":           {"ns/op": {153600, 153600, 153600}, "ns/key": {150, 150, 150}},
 	}))
-	report := write(r, nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
 
 	row := func(what, as string) string {
 		for l := range strings.SplitSeq(report, "\n") {
@@ -136,7 +137,7 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 	require.Contains(t, row("bits per key vs 4 x 1.44 x log2(1/p), p = 1%", asFixed), "| 1.40x | 1.40-1.40x | at most 1.25x | **missed** |")
 	require.Contains(t, row("Add vs BoomFilters counting (speed-up)", asFixed), "| 0.50x | 0.50-0.50x | at least 4x | **missed** |")
 	require.Contains(t, row("Contains vs BoomFilters counting (speed-up)", asFixed), "| 2.00x | 2.00-2.00x | at least 4x | **missed** |")
-	require.Contains(t, row("Open, 4 GiB vs 1 MiB", asDefault), "| NaNx | NaN-NaNx | at most 2x | **not measured** |",
+	require.Contains(t, row("Open, 4 GiB vs 1 MiB", asDefault), "|  |  | at most 2x | **not measured** |",
 		"a target with no measurement is not met, and says why")
 
 	_, reasons, ok := strings.Cut(report, "Why the targets not met are missed:")
@@ -166,7 +167,7 @@ func TestEverythingElseComparesWithBitsAndBlooms(t *testing.T) {
 	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Remove/1M/tallybloom")), "bits-and-blooms does not remove")
 	require.True(t, math.IsNaN(vsBitsAndBlooms(r, "Open/4GiB")), "no library in the name")
 
-	report := write(r, nil, testHost, "short", 1, "250ms", time.Minute, "results.svg")
+	report := write(r, nil, runInfo{h: testHost, mode: "short", count: 1, benchtime: "250ms", took: time.Minute}, "results.svg")
 	require.Contains(t, report, "| TestAndAddNew/1M/tallybloom | 300.0 | 3.00x | ")
 	require.Contains(t, report, "| Remove/1M/tallybloom | 250.0 |  | ")
 }
@@ -211,7 +212,7 @@ func TestReportSaysWhenOtherTenantsHeldTheCache(t *testing.T) {
 	require.NotContains(t, cacheNote(busy, 8<<20), "other tenants", "8 MiB does not fit a cache of 8 MiB: memory is not a neighbour")
 	require.Empty(t, cacheNote(latency(nil, nil), 32<<20), "nothing measured, nothing said")
 
-	report := write(busy, nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(busy, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
 	machine, _, _ := strings.Cut(report, "## Targets")
 	require.Contains(t, machine, "In 2 of the 3 times", "the Machine section carries it")
 }
@@ -233,7 +234,7 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 		"Add/1M/bits-and-blooms":  {"ns/op": {100, 100, 100}, "cache-ns": {25, 25, 25}},
 	}
 	r := parse(benchOutput(3, rows))
-	report := write(r, nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
 
 	machine, _, _ := strings.Cut(report, "## Targets")
 	require.Contains(t, machine, "In 2 of the 15 times", "the probes after each run count, not only the memory rows")
@@ -244,7 +245,7 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 
 	small := testHost
 	small.llc = 8 << 20
-	require.NotContains(t, write(r, nil, small, "short", 3, "250ms", time.Minute, "results.svg"), "cache held",
+	require.NotContains(t, write(r, nil, runInfo{h: small, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg"), "cache held",
 		"a cache that need not hold 8 MiB is no sign of neighbours")
 }
 
@@ -259,7 +260,7 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 		"Contains/64M/tallybloom-large/member":    {"ns/op": {180, 180, 180}},
 		"Contains/64M/bits-and-blooms/member":     {"ns/op": {250, 250, 250}},
 	}
-	report := write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
 	_, section, ok := strings.Cut(report, "### Contains at 64M, side by side with bits-and-blooms")
 	require.True(t, ok, "the section is there")
 	section, _, _ = strings.Cut(section, "## Everything else")
@@ -271,7 +272,7 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 
 	delete(rows, "ContainsSideBySide/64M/tallybloom")
 	delete(rows, "ContainsSideBySide/64M/tallybloom-large")
-	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg"), "### Contains at 64M, side by side",
+	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg"), "### Contains at 64M, side by side",
 		"nothing measured, nothing said")
 }
 
@@ -281,12 +282,12 @@ func TestReportSaysHowMuchTheKernelMappedLarge(t *testing.T) {
 	rows := map[string]map[string][]float64{
 		"Contains/64M/tallybloom-large/member": {"ns/op": {180, 190, 250}, "large-share": {0.996, 0.99, 0.2}},
 	}
-	report := write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg")
+	report := write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
 	machine, _, _ := strings.Cut(report, "## Targets")
 	require.Contains(t, machine, "the kernel mapped 99% of the 64M filter's counters and presence bits with 2 MiB pages (20-100% over the runs)")
 
 	delete(rows, "Contains/64M/tallybloom-large/member")
-	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, testHost, "short", 3, "250ms", time.Minute, "results.svg"), "2 MiB pages (",
+	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg"), "2 MiB pages (",
 		"nothing measured, nothing said")
 }
 
@@ -304,9 +305,9 @@ func TestReportWithoutRedisSaysSoAtOnce(t *testing.T) {
 func TestAShortRunOverItsFiveMinutesSaysSo(t *testing.T) {
 	r := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/tallybloom/member": {"ns/op": {50}}}))
 	const over = "longer than the 5m0s short mode is meant to take"
-	require.NotContains(t, write(r, nil, testHost, "short", 3, "250ms", 4*time.Minute+50*time.Second, "results.svg"), over)
-	require.Contains(t, write(r, nil, testHost, "short", 3, "250ms", 5*time.Minute+10*time.Second, "results.svg"), over)
-	require.NotContains(t, write(r, nil, testHost, "full", 3, "1s", 16*time.Minute, "results.svg"), over, "full mode has no limit")
+	require.NotContains(t, write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: 4*time.Minute + 50*time.Second}, "results.svg"), over)
+	require.Contains(t, write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: 5*time.Minute + 10*time.Second}, "results.svg"), over)
+	require.NotContains(t, write(r, nil, runInfo{h: testHost, mode: "full", count: 3, benchtime: "1s", took: 16 * time.Minute}, "results.svg"), over, "full mode has no limit")
 }
 
 func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
@@ -324,7 +325,7 @@ func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
 		"Chain/subs=5/tallybloom":            ns(100),
 		"Chain/subs=10/tallybloom":           ns(200),
 	}))
-	report := write(measured, nil, testHost, "short", 1, "250ms", time.Minute, "results.svg")
+	report := write(measured, nil, runInfo{h: testHost, mode: "short", count: 1, benchtime: "250ms", took: time.Minute}, "results.svg")
 	require.Contains(t, report, "| Contains member | 1M | dablooms | 150.0 | 1.50x |", "a row of the table, against bits-and-blooms")
 	require.Contains(t, report, "which costs 31 ns a call on this machine", "the cost of cgo, from its benchmark")
 	require.Contains(t, report, "BoomFilters' counting filter and dablooms are the peers that remove")
@@ -334,7 +335,7 @@ func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
 	without := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/bits-and-blooms/member": ns(100)}))
 	noCompiler := testHost
 	noCompiler.noDablooms = "dablooms: no C compiler (cc) on the PATH"
-	report = write(without, nil, noCompiler, "short", 1, "250ms", time.Minute, "results.svg")
+	report = write(without, nil, runInfo{h: noCompiler, mode: "short", count: 1, benchtime: "250ms", took: time.Minute}, "results.svg")
 	require.Contains(t, report, "dablooms, bitly's C library that tallybloom succeeds, was not measured in this run: dablooms: no C compiler (cc) on the PATH.")
 	require.NotContains(t, report, "| dablooms |")
 	require.NotContains(t, report, "sub-filters, against tallybloom's", "no chain sentence without dablooms' chains")
@@ -410,8 +411,8 @@ func TestAnUnmeasuredTargetSaysWhatItLacked(t *testing.T) {
 	out := benchOutput(3, map[string]map[string][]float64{"Open/1MiB": {"ns/op": {40000, 41000, 42000}}}) +
 		benchOutput(2, map[string]map[string][]float64{"Open/4GiB": {"ns/op": {50000, 51000}}}) +
 		"--- SKIP: BenchmarkOpen/4GiB-2\n    bench_test.go:915: no room for 4GiB: no space left on device\n"
-	report := write(parse(out), logged(out), testHost, "short", 3, "250ms", time.Minute, "results.svg")
-	require.Contains(t, report, "| Open, 4 GiB vs 1 MiB | "+asDefault+" | NaNx | NaN-NaNx | at most 2x | **not measured** |")
+	report := write(parse(out), logged(out), runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
+	require.Contains(t, report, "| Open, 4 GiB vs 1 MiB | "+asDefault+" |  |  | at most 2x | **not measured** |")
 	require.Contains(t, report, "\n- Open, 4 GiB vs 1 MiB: this run has no measurement for it: its ratio pairs run i of Open/4GiB with run i of Open/1MiB, "+
 		"which reported ns/op in 2 runs and 3; go test printed for Open/4GiB: \"no room for 4GiB: no space left on device\".\n")
 	require.Contains(t, report, "\n- Mirror: changes shipped to a local Redis, per second (x 200 000): this run has no measurement for it: MirrorShip reported changes/s in 0 runs.\n",
@@ -419,6 +420,11 @@ func TestAnUnmeasuredTargetSaysWhatItLacked(t *testing.T) {
 }
 
 // go test's output is kept beside the report, named as it is.
+func TestAFigureTheRunLacksSaysSo(t *testing.T) {
+	require.Equal(t, "12 ns against (not measured) ns, 0.50x", sayf("%.0f ns against %.0f ns, %.2fx", 12, math.NaN(), 0.5))
+	require.Equal(t, "(not measured)x", sayf("%.2fx", math.Inf(1)))
+}
+
 func TestRawOutputLiesBesideTheReport(t *testing.T) {
 	require.Equal(t, "RESULTS.txt", rawPath("RESULTS.md"))
 	require.Equal(t, filepath.Join("out", "RESULTS-full.txt"), rawPath(filepath.Join("out", "RESULTS-full.md")))
@@ -505,4 +511,63 @@ func TestRewriteRefusesOutputItCannotTrust(t *testing.T) {
 			require.NoFileExists(t, out)
 		})
 	}
+}
+
+// A run in which go test failed still gets a report of the benchmarks that
+// ran, which says so at its top, marks the targets whose benchmarks failed
+// as not measured, with what go test printed, and keeps the failure for
+// -from; and the failure is still returned.
+func TestAFailedRunStillReportsWhatRan(t *testing.T) {
+	text := benchOutput(3, map[string]map[string][]float64{
+		"Contains/1M/tallybloom-fixed/member": {"ns/op": {50, 52, 51}},
+		"Contains/1M/bits-and-blooms/member":  {"ns/op": {80, 81, 79}},
+		"Add/1M/tallybloom":                   {"ns/op": {200, 210, 190}},
+		"Add/1M/bits-and-blooms":              {"ns/op": {100, 100, 100}},
+	})
+	text = strings.TrimSuffix(text, "PASS\nok  \tgithub.com/tallybloom/tallybloom/bench\t1.0s\n") +
+		"--- FAIL: BenchmarkAdd/1M/tallybloom-fixed-2\n    bench_test.go:99: add: no room left on the device\n" +
+		"panic: redis-server quit [recovered]\n\tpanic: redis-server quit\n\ngoroutine 7 [running]:\n" +
+		"FAIL\tgithub.com/tallybloom/tallybloom/bench\t10.0s\n"
+	exit := errors.New("exit status 2")
+	dir := t.TempDir()
+	out, chart := filepath.Join(dir, "RESULTS.md"), filepath.Join(dir, "results.svg")
+	info := runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: 3 * time.Minute}
+
+	err := finish(text, exit, info, out, chart)
+	require.ErrorIs(t, err, exit)
+	require.Contains(t, err.Error(), out+" is of the benchmarks that ran")
+	report, readErr := os.ReadFile(out)
+	require.NoError(t, readErr)
+	require.Contains(t, string(report), "**go test failed (exit status 2, panic: redis-server quit [recovered])**: this report is of the benchmarks that ran")
+	require.Contains(t, string(report), "| Contains, 1M, 1 sub-filter, vs bits-and-blooms Test | fixed at 1% | 0.64x |", "what ran is judged")
+	require.Regexp(t, `Add, 1M, vs bits-and-blooms Add \| fixed at 1% \|[^\n]*not measured`, string(report))
+	require.Contains(t, string(report), `go test printed for Add/1M/tallybloom-fixed: "add: no room left on the device"`)
+	require.NotContains(t, string(report), "NaN", "what did not run shows no figure")
+	require.Contains(t, string(report), "an Add takes (not measured) ns fixed", "a missed target's reason says which of its figures the run lacks")
+	require.Contains(t, string(report), "This run has no AddUntouched row for every way it measures.")
+	require.FileExists(t, chart)
+
+	// The failure is kept with the run: written again, the report says it.
+	again := filepath.Join(t.TempDir(), "RESULTS.md")
+	require.NoError(t, rewrite(rawPath(out), again, filepath.Join(filepath.Dir(again), "results.svg")))
+	rewritten, readErr := os.ReadFile(again)
+	require.NoError(t, readErr)
+	require.Equal(t, string(report), string(rewritten))
+
+	// A run that passed says nothing of a failure.
+	require.NoError(t, finish(benchOutput(3, map[string]map[string][]float64{
+		"Contains/1M/bits-and-blooms/member": {"ns/op": {80, 81, 79}},
+	}), nil, info, out, chart))
+	report, readErr = os.ReadFile(out)
+	require.NoError(t, readErr)
+	require.NotContains(t, string(report), "go test failed")
+
+	// One that reported nothing leaves its output and no report.
+	empty := t.TempDir()
+	out = filepath.Join(empty, "RESULTS.md")
+	err = finish("panic: the bench did not build\n", exit, info, out, filepath.Join(empty, "results.svg"))
+	require.ErrorIs(t, err, exit)
+	require.Contains(t, err.Error(), "no benchmark reported")
+	require.NoFileExists(t, out)
+	require.FileExists(t, rawPath(out))
 }
