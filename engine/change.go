@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/tallybloom/tallybloom/counting"
@@ -426,8 +425,10 @@ func (f *Filter) syncLocked() error {
 // ErrClosed (Contains returns false, and Stats the state at Close). On Unix
 // lookups may run while it does: one that overlaps Close may miss, and none
 // reads the released file (see vacateAll); the filter's address space, no
-// longer the file's, is given back when the Filter is garbage collected.
-// Elsewhere lookups must end before Close.
+// longer the file's, is given back when the Filter is garbage collected,
+// and at once by a collection that Open, Create or a new sub-filter asks
+// for if the system refuses them a mapping for want of it. Elsewhere
+// lookups must end before Close.
 //
 // A writer must be closed. One dropped without Close keeps its file, its
 // mappings and its writer lock until the process ends (a mapping holds the
@@ -464,7 +465,7 @@ func (f *Filter) vacateAll() {
 		for _, sub := range f.chain.SubFilters() {
 			region := spaceOf(sub).region
 			_ = region.Vacate()
-			runtime.AddCleanup(sub, unmapRegion, region)
+			holdUntilUnreachable(sub, region)
 		}
 	}
 	for _, region := range f.mu.retired {
@@ -472,7 +473,7 @@ func (f *Filter) vacateAll() {
 	}
 	f.mu.retired = nil
 	_ = f.header.Vacate()
-	runtime.AddCleanup(f, unmapRegion, f.header)
+	holdUntilUnreachable(f, f.header)
 }
 
 // unmapAll unmaps the live and retired sub-filters and the header at once,

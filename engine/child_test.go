@@ -35,6 +35,8 @@ func runChild(role, path string) int {
 		return serve(path, &Options{ReadOnly: true})
 	case "full-disk":
 		return fillDisk(path)
+	case "capped":
+		return openCapped(path)
 	}
 	fmt.Fprintln(os.Stderr, "unknown child role", role)
 	return 2

@@ -458,7 +458,7 @@ func shortFile(file *mmapfile.File, size int64) error {
 
 // newFilter maps the header of file.
 func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
-	header, err := file.Map(0, HeaderBytes)
+	header, err := mapFreeing(func() (*mmapfile.Region, error) { return file.Map(0, HeaderBytes) })
 	if err != nil {
 		return nil, err
 	}
@@ -557,8 +557,13 @@ func (f *Filter) attach(entries []dirEntry, current []*scaling.SubFilter) ([]*sc
 			continue
 		}
 		sp, err := f.mapSpace(e.Level, e.Geometry, e.Offset)
-		if err != nil {
+		switch {
+		case errors.Is(err, mmapfile.ErrOutOfRange):
 			return fail(corrupt(f.path, "sub-filter at level %d: %v", e.Level, err))
+		case err != nil:
+			// The system refused the mapping (address space, a limit):
+			// the file may be sound.
+			return fail(fmt.Errorf("map the sub-filter at level %d: %w", e.Level, err))
 		}
 		sub, err := scaling.Attach(e.Entry, sp)
 		if err != nil {

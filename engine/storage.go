@@ -2,10 +2,14 @@ package engine
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/mmapfile"
@@ -35,7 +39,7 @@ func (f *Filter) mapSpace(level int, g counting.Geometry, offset uint64) (*space
 	if f.largePages {
 		mapRegion = f.file.MapLarge
 	}
-	region, err := mapRegion(int64(offset), int64(size))
+	region, err := mapFreeing(func() (*mmapfile.Region, error) { return mapRegion(int64(offset), int64(size)) })
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +64,58 @@ func (f *Filter) regionBytes(g counting.Geometry) uint64 {
 // what is still mapped then (vacateAll).
 func (f *Filter) unmapLaterLocked(sub *scaling.SubFilter) {
 	region := spaceOf(sub).region
-	runtime.AddCleanup(sub, unmapRegion, region)
+	holdUntilUnreachable(sub, region)
 	f.mu.retired = append(f.mu.retired, region)
 }
 
+// held counts the regions, of every filter in the process, that are kept
+// mapped until the garbage collector finds their owner unreachable: those
+// of sub-filters out of the chain and of closed filters.
+var held atomic.Int64
+
+// holdUntilUnreachable unmaps region once owner is unreachable.
+func holdUntilUnreachable[T any](owner *T, region *mmapfile.Region) {
+	held.Add(1)
+	runtime.AddCleanup(owner, unmapRegion, region)
+}
+
 // unmapRegion is the cleanup that unmaps a region no reader can reach.
-func unmapRegion(r *mmapfile.Region) { _ = r.Unmap() }
+func unmapRegion(r *mmapfile.Region) {
+	_ = r.Unmap()
+	held.Add(-1)
+}
+
+// mapFreeing maps a region with mapIt. If the system refuses it for want of
+// address space (ENOMEM) while held regions still take theirs, it has them
+// collected and tries once more: a process whose collector seldom runs (a
+// large heap that barely grows) and that opens and closes a large filter
+// again and again would otherwise run out of address space, each closed
+// filter keeping its mappings' addresses until a collection.
+func mapFreeing(mapIt func() (*mmapfile.Region, error)) (*mmapfile.Region, error) {
+	region, err := mapIt()
+	if err == nil || !errors.Is(err, syscall.ENOMEM) || held.Load() == 0 {
+		return region, err
+	}
+	collectHeld()
+	return mapIt()
+}
+
+// collectHeld runs the garbage collector and waits, a second at most, for
+// the cleanups it queued to unmap what they can: until the held count has
+// fallen and then stayed still for a few milliseconds.
+func collectHeld() {
+	before := held.Load()
+	runtime.GC()
+	last, still := before, 0
+	for deadline := time.Now().Add(time.Second); last > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		if now := held.Load(); now < last {
+			last, still = now, 0
+		} else if still++; last < before && still >= 5 {
+			return
+		}
+	}
+}
 
 var _ scaling.Storage = store{}
 
