@@ -572,3 +572,24 @@ func TestAFailedRunStillReportsWhatRan(t *testing.T) {
 	require.NoFileExists(t, out)
 	require.FileExists(t, rawPath(out))
 }
+
+// readHeader reads whatever a kept file holds without panicking, and the
+// header of any run info reads back as that info.
+func FuzzReadHeader(f *testing.F) {
+	good := runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: 3*time.Minute + 26*time.Second, failed: "exit status 1"}
+	f.Add(string(good.header())+"goos: linux\n", "a machine: with a colon", int64(32<<20), 3, int64(time.Minute))
+	f.Add("report-count: 3\nreport-mode\n", "", int64(0), 0, int64(0))
+	f.Add("report-machine: x\nreport-llc-bytes: -1\nreport-mode: full\nreport-count: 1\nreport-benchtime: 1s\nreport-took: 1s\n", "m", int64(-1), -1, int64(-1))
+	f.Fuzz(func(t *testing.T, kept, about string, llc int64, count int, took int64) {
+		_, _, _ = readHeader(kept)
+
+		info := runInfo{h: host{about: about, llc: llc}, mode: "full", count: count, benchtime: "1s", took: time.Duration(took)}
+		if about == "" || strings.ContainsAny(about, "\r\n") {
+			return // the machine line is one line, never empty
+		}
+		back, rest, err := readHeader(string(info.header()) + "goos: linux\n")
+		require.NoError(t, err)
+		require.Equal(t, info, back)
+		require.Equal(t, "goos: linux\n", rest)
+	})
+}
