@@ -35,7 +35,9 @@ func TestRecordChecksumIsCRC32C(t *testing.T) {
 
 // BenchmarkChecksum is the checksum of an undo record of two spans (an add
 // or remove in a blocked sub-filter: its block and its tallies) and of
-// three.
+// three: its throughput, calls overlapping, and its latency, each call
+// waiting for the one before as a change's writes wait for its record's
+// seal.
 func BenchmarkChecksum(b *testing.B) {
 	region := make([]byte, JournalSize)
 	j, err := NewJournal(region)
@@ -46,19 +48,7 @@ func BenchmarkChecksum(b *testing.B) {
 				j.checksum(1, count)
 			}
 		})
-	}
-}
-
-// BenchmarkChecksumLatency is BenchmarkChecksum with each checksum waiting
-// for the one before, as a change's writes wait for its record's seal:
-// its time is the checksum's latency, where BenchmarkChecksum's lets calls
-// overlap and measures throughput.
-func BenchmarkChecksumLatency(b *testing.B) {
-	region := make([]byte, JournalSize)
-	j, err := NewJournal(region)
-	require.NoError(b, err)
-	for _, count := range []int{2, 3} {
-		b.Run(fmt.Sprintf("spans=%d", count), func(b *testing.B) {
+		b.Run(fmt.Sprintf("spans=%d/latency", count), func(b *testing.B) {
 			seq := uint64(1)
 			for b.Loop() {
 				seq = uint64(j.checksum(seq, count))

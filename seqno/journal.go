@@ -183,10 +183,11 @@ func (j *Journal) Pending() ([]Span, bool, error) {
 // joined with tables that carry a state over the bytes after it, took 23
 // to 25 (the joining cost more than the chain's wait). On an Intel Xeon,
 // three chains joined by carry-less multiplies (PCLMULQDQ) instead halved
-// the record's latency (BenchmarkChecksumLatency: 22.8 to 12.6 ns) but
-// cost throughput (7.5 to 9.5 ns), and an add at 1M took the same time
-// within 1% either way: the chain's wait overlaps the add's other work, so
-// the one chain stays. Elsewhere hash/crc32 computes the same checksum.
+// the record's latency (BenchmarkChecksum's latency rows: 22.8 to 12.6
+// ns) but cost throughput (7.5 to 9.5 ns), and an add at 1M took the same
+// time within 1% either way: the chain's wait overlaps the add's other
+// work, so the one chain stays. Elsewhere hash/crc32 computes the same
+// checksum.
 func (j *Journal) checksum(seq uint64, spans int) uint32 {
 	if hasCRC1 {
 		return ^crc1(seq, uint32(spans), &j.region[undoSpans])
