@@ -10,7 +10,8 @@
 // writes RESULTS.md, with go test's output beside it in RESULTS.txt,
 // from which -from writes the report again.
 //
-// Sizes come from the -sizes flag: "ci" (tiny, to see nothing is broken),
+// Sizes come from the -sizes flag: "ci", the default (filters of 20K and
+// 100K keys, labelled so, to see nothing is broken),
 // "short" (1M, and 64M-key filters filled with 8M keys: under five minutes
 // on two cores) or "full" (1M and 64M, filled). At 64M a benchmark cycles
 // through 4M keys, so that the lines it touches are far more than any
