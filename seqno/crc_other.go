@@ -2,9 +2,9 @@
 
 package seqno
 
-func crc3(seq uint64, count uint32, p *byte, plan *crcPlan) uint32 {
-	panic("seqno: crc3 without CRC32Q")
+func crc1(seq uint64, count uint32, p *byte) uint32 {
+	panic("seqno: crc1 without CRC32Q")
 }
 
-// hasCRC3 is whether crc3 runs here: on amd64 only.
-const hasCRC3 = false
+// hasCRC1 is whether crc1 runs here: on amd64 only.
+const hasCRC1 = false

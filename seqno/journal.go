@@ -177,20 +177,21 @@ func (j *Journal) Pending() ([]Span, bool, error) {
 // little-endian, then its used spans; spans is at most MaxSpans.
 //
 // It is on the path of every change: 172 bytes for an add. Where the
-// processor has CRC32Q and PCLMULQDQ, crc3 runs the spans as three chains
-// side by side and joins them with carry-less multiplies: on an Intel Xeon
-// the record's latency (BenchmarkChecksum's latency rows) went from 22.8
-// to 12.6 ns against one chain, its throughput from 7.5 to 9.5 ns. An add
-// into a filter the cache holds took the same time either way, and one
-// whose block comes from memory some 3 to 5% less (docs/PERFORMANCE.md):
-// the chains that hold no byte of the block run while it is on its way,
-// where one chain waited for it before the tallies' span. On an AMD EPYC,
-// three chains joined with tables (no carry-less multiply) took 23 to 25
-// ns against one chain's 14 to 16. Elsewhere hash/crc32 computes the same
-// checksum.
+// processor has CRC32Q, crc1 runs it as one chain, a span of ten CRC32Q
+// steps a turn of its loop, with none of hash/crc32's dispatch: 14 to 16 ns
+// for an add's record on an AMD EPYC, where three chains side by side,
+// joined with tables that carry a state over the bytes after it, took 23
+// to 25 (the joining cost more than the chain's wait). On an Intel Xeon,
+// three chains joined by carry-less multiplies (PCLMULQDQ) instead halved
+// the record's latency (BenchmarkChecksum's latency rows: 22.8 to 12.6
+// ns) but cost throughput (7.5 to 9.5 ns), and took about 1% off an add
+// whose block comes from memory, within the noise of the pairs that
+// measured it (docs/PERFORMANCE.md): the chain's wait mostly overlaps the
+// add's other work, so the one chain stays. Elsewhere hash/crc32 computes
+// the same checksum.
 func (j *Journal) checksum(seq uint64, spans int) uint32 {
-	if hasCRC3 {
-		return ^crc3(seq, uint32(spans), &j.region[undoSpans], &crcPlans[spans])
+	if hasCRC1 {
+		return ^crc1(seq, uint32(spans), &j.region[undoSpans])
 	}
 	binary.LittleEndian.PutUint64(j.head[:], seq)
 	binary.LittleEndian.PutUint32(j.head[8:], uint32(spans))
