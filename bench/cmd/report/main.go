@@ -118,10 +118,10 @@ func finish(text string, runErr error, info runInfo, out, chart string) error {
 	if runErr == nil {
 		return render(text, info, raw, out, chart)
 	}
-	if len(parse(text)) == 0 {
+	switch err := render(text, info, raw, out, chart); {
+	case errors.Is(err, errNoResults):
 		return fmt.Errorf("go test: %w, and no benchmark reported (its output is in %s)", runErr, raw)
-	}
-	if err := render(text, info, raw, out, chart); err != nil {
+	case err != nil:
 		return err
 	}
 	return fmt.Errorf("go test: %w; %s is of the benchmarks that ran (go test's output is in %s)", runErr, out, raw)
@@ -152,7 +152,7 @@ func rewrite(from, out, chart string) error {
 		return fmt.Errorf("%s: %w", from, err)
 	}
 	raw := rawPath(out)
-	if same, _ := samePath(from, raw); !same {
+	if !samePath(from, raw) {
 		if err := os.WriteFile(raw, kept, 0o644); err != nil {
 			return err
 		}
@@ -162,24 +162,22 @@ func rewrite(from, out, chart string) error {
 
 // samePath reports whether a and b name one file, as far as their
 // absolute paths tell.
-func samePath(a, b string) (bool, error) {
-	absA, err := filepath.Abs(a)
-	if err != nil {
-		return false, err
-	}
-	absB, err := filepath.Abs(b)
-	if err != nil {
-		return false, err
-	}
-	return absA == absB, nil
+func samePath(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
+
+// errNoResults is render's error for output in which no benchmark
+// reported.
+var errNoResults = errors.New("no benchmark results")
 
 // render writes the report at out and the chart from go test's output
 // text, kept in raw, of the run info describes.
 func render(text string, info runInfo, raw, out, chart string) error {
 	results := parse(text)
 	if len(results) == 0 {
-		return fmt.Errorf("no benchmark results in %s", raw)
+		return fmt.Errorf("%w in %s", errNoResults, raw)
 	}
 	if err := drawChart(results, chart); err != nil {
 		return err
