@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -716,7 +717,7 @@ func write(r map[string]result, said map[string][]string, info runInfo, chart st
 	} else {
 		fmt.Fprintf(&b, "Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. ", untouched[0], untouched[1], untouched[2])
 	}
-	fmt.Fprintf(&b, "With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.\n")
+	fmt.Fprintf(&b, "With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.%s\n", faultNote(r))
 	b.WriteString(dabloomsNote(r, h))
 	b.WriteString(sideBySide(r))
 	fmt.Fprintf(&b, "\n## Everything else\n\n")
@@ -735,15 +736,50 @@ func write(r map[string]result, said map[string][]string, info runInfo, chart st
 	slices.Sort(names)
 	for _, name := range names {
 		var other []string
-		for _, metric := range []string{"ns/key", "ns/load", "changes/s", "keys/s"} {
+		for _, metric := range []string{"ns/key", "ns/load", "changes/s", "keys/s", "faults/op", "faults/key"} {
 			if v := get(r, name, metric); !math.IsNaN(v) {
-				other = append(other, fmt.Sprintf("%.1f %s", v, metric))
+				format := "%.1f %s"
+				if strings.HasPrefix(metric, "faults/") {
+					format = "%.3f %s" // a few in a thousand matter
+				}
+				other = append(other, fmt.Sprintf(format, v, metric))
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s |\n", name, get(r, name, "ns/op"), optional(vsBitsAndBlooms(r, name), "%.2fx"),
 			optional(get(r, name, "allocs/op"), "%.0f"), strings.Join(other, ", "))
 	}
 	return b.String()
+}
+
+// faultNote names the timed stores that faulted on one op in a hundred or
+// more, where the run counted faults: the faults are in their times.
+// AddUntouched's adds are first stores, which fault by design.
+func faultNote(r map[string]result) string {
+	var counted bool
+	var rows []string
+	for _, name := range slices.Sorted(maps.Keys(r)) {
+		if strings.HasPrefix(name, "AddUntouched/") {
+			continue
+		}
+		for _, metric := range []string{"faults/op", "faults/key"} {
+			v := get(r, name, metric)
+			if math.IsNaN(v) {
+				continue
+			}
+			counted = true
+			if v >= 0.01 {
+				rows = append(rows, fmt.Sprintf("%s (%.2f %s)", name, v, metric))
+			}
+		}
+	}
+	if !counted {
+		return ""
+	}
+	note := " A store into a page the kernel has written back since the page last changed faults too, and Linux writes a file back once it has been dirty for 30 s and every few seconds after while it stays so: before its first run, a benchmark that stores into a filled filter writes back what the benchmarks before it stored and then stores into the pages its timing will, so that its runs, seconds later, find them dirty. The benchmarks that store count the process's faults (faults/op, faults/key for a batch); "
+	if len(rows) == 0 {
+		return note + "in this run none of their timings faulted on one op in a hundred."
+	}
+	return note + "in this run these timings faulted on one op in a hundred or more, and their times hold those faults: " + strings.Join(rows, ", ") + "."
 }
 
 // dabloomsNote says how dablooms was measured, or why it was not.

@@ -291,6 +291,33 @@ func TestReportSaysHowMuchTheKernelMappedLarge(t *testing.T) {
 		"nothing measured, nothing said")
 }
 
+// A timing that faulted on one op in a hundred or more is named with its
+// faults, wherever its row is; one under that, or AddUntouched's, whose
+// adds are first stores, is not.
+func TestReportNamesTheTimingsThatFaulted(t *testing.T) {
+	rows := map[string]map[string][]float64{
+		"Add/64M/tallybloom":                {"ns/op": {290, 300, 310}, "faults/op": {0, 0.001, 0}},
+		"TestAndAddNew/64M/tallybloom":      {"ns/op": {2400, 2450, 2200}, "faults/op": {1.9, 2.1, 1.7}},
+		"AddBatch/64M/tallybloom-fixed":     {"ns/op": {4e5, 4e5, 4e5}, "faults/key": {0.02, 0.03, 0.05}},
+		"AddUntouched/64M/tallybloom-fixed": {"ns/op": {2e4, 2e4, 2e4}, "faults/op": {2, 2, 2}},
+	}
+	report := write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
+	require.Contains(t, report, "in this run these timings faulted on one op in a hundred or more, and their times hold those faults: AddBatch/64M/tallybloom-fixed (0.03 faults/key), TestAndAddNew/64M/tallybloom (1.90 faults/op).")
+	require.Contains(t, report, "| TestAndAddNew/64M/tallybloom | 2400.0 |  |  | 1.900 faults/op |")
+	require.Contains(t, report, "| AddBatch/64M/tallybloom-fixed | 400000.0 |  |  | 0.030 faults/key |")
+
+	rows["TestAndAddNew/64M/tallybloom"]["faults/op"] = []float64{0, 0.002, 0}
+	delete(rows, "AddBatch/64M/tallybloom-fixed")
+	require.Contains(t, write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg"),
+		"in this run none of their timings faulted on one op in a hundred.")
+
+	for _, row := range rows {
+		delete(row, "faults/op")
+	}
+	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg"),
+		"(faults/op", "a run that counted no faults says nothing of them")
+}
+
 // Without redis-server the report says so before it runs anything, rather
 // than minutes into the run, and writes nothing.
 func TestReportWithoutRedisSaysSoAtOnce(t *testing.T) {
