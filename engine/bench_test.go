@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallybloom/tallybloom/internal/faults"
 	"github.com/tallybloom/tallybloom/scaling"
 )
 
@@ -190,12 +191,16 @@ var flushCapacity = flag.Uint64("flush.capacity", 4_000_000, "keys BenchmarkAddF
 // BenchmarkAddFlushEvery adds to a filter whose pages earlier adds have
 // touched, flushing every so many adds, with 4 KiB pages and with
 // Options.LargePages, and reports the time an add spends in Flush
-// (flush-ns/op) beside its whole time. Two costs of a flush fall on the
-// adds after it: the first change syncs the header's dirty mark (the crash
-// protocol), and the pages a flush wrote stay read-only until they change
-// again, so the next store into each such page faults, once. Flushing a large filter often therefore
-// slows the adds between flushes too; with large pages a fault covers
-// 2 MiB, and a flush writes every changed 2 MiB page whole.
+// (flush-ns/op) and the page faults an add takes (faults/op) beside its
+// whole time. Two costs of a flush fall on the adds after it: the first
+// change syncs the header's dirty mark (the crash protocol), and the pages
+// a flush wrote stay read-only until they change again, so the next store
+// into each such page faults, once. Flushing a large filter often
+// therefore slows the adds between flushes too; with large pages a fault
+// covers 2 MiB, and a flush writes every changed 2 MiB page whole. The
+// kernel's own writeback does what a flush does to the pages: the
+// adds=never rows run for a minute or more (-benchtime 90s) show what it
+// costs adds that never pause.
 func BenchmarkAddFlushEvery(b *testing.B) {
 	capacity := *flushCapacity
 	for _, pages := range []string{"4KiB", "large"} {
@@ -228,6 +233,9 @@ func benchmarkAddFlushEvery(b *testing.B, capacity uint64, every int, o *Options
 	keys := benchKeySet(0)
 	var flushing time.Duration
 	b.ReportAllocs()
+	c := faults.Start()
+	var slowest time.Duration
+	window := time.Now()
 	i := 0
 	for b.Loop() {
 		if err := f.Add(keys[i&(benchKeys-1)], 1); err != nil {
@@ -240,9 +248,23 @@ func benchmarkAddFlushEvery(b *testing.B, capacity uint64, every int, o *Options
 			}
 			flushing += time.Since(start)
 		}
+		if i%windowAdds == 0 {
+			slowest, window = max(slowest, time.Since(window)), time.Now()
+		}
 	}
 	b.ReportMetric(float64(flushing.Nanoseconds())/float64(b.N), "flush-ns/op")
+	c.Report(b, b.N, "op")
+	if b.N >= windowAdds {
+		b.ReportMetric(float64(slowest.Nanoseconds())/windowAdds, "slowest-window-ns/op")
+	}
 }
+
+// windowAdds is how many adds BenchmarkAddFlushEvery times together to find
+// its slowest stretch (slowest-window-ns/op): a few tenths of a second. Run
+// for a minute or more without a Flush, the slowest stretch shows what the
+// kernel's own writeback costs the adds that meet it (see
+// docs/PERFORMANCE.md, Flush).
+const windowAdds = 1 << 20
 
 func BenchmarkRemove(b *testing.B) {
 	f := emptyBenchFilter(b, uint64(max(b.N, 1_000_000)))

@@ -240,7 +240,11 @@ type Options struct {
 	// zeroes all of it (about a millisecond, once), and Flush writes a
 	// changed page back whole, so a Flush after a few scattered changes
 	// writes up to 2 MiB for each of them where 4 KiB pages write 4 KiB.
-	// Worth it for large filters read far more often than flushed. The
+	// Worth it for large filters read far more often than flushed, and for
+	// large filters changed without pause: Linux writes such a file back
+	// on its own every few seconds once it has been dirty for 30 s, and
+	// each 4 KiB page written back faults on its next store, where a 2 MiB
+	// page faults once for all of its range (docs/PERFORMANCE.md, Flush). The
 	// file's format does not change, and processes sharing a file may
 	// differ in this setting, but they share its pages: a range a reader
 	// with LargePages brought in is written back whole by a writer without
