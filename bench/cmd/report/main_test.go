@@ -291,6 +291,27 @@ func TestReportSaysHowMuchTheKernelMappedLarge(t *testing.T) {
 		"nothing measured, nothing said")
 }
 
+// The reports committed beside the bench are what the report writes from
+// their kept output (so a change to the report's text is seen in them), and
+// no text of it fails to format, which go vet cannot see in the reasons
+// kept as constants.
+func TestTheCommittedReportsAreWhatTheReportWrites(t *testing.T) {
+	for _, name := range []string{"RESULTS", "RESULTS-full"} {
+		kept := filepath.Join("..", "..", name+".txt")
+		dir := t.TempDir()
+		require.NoError(t, rewrite(kept, filepath.Join(dir, name+".md"), filepath.Join(dir, "chart.svg")))
+		got, err := os.ReadFile(filepath.Join(dir, name+".md"))
+		require.NoError(t, err)
+		require.NotContains(t, string(got), "%!", "a verb without its value, or a percent sign not doubled")
+		want, err := os.ReadFile(filepath.Join("..", "..", name+".md"))
+		require.NoError(t, err)
+		// The chart's name is the report's to choose; the rest must agree.
+		chart := map[string]string{"RESULTS": "results.svg", "RESULTS-full": "results-full.svg"}[name]
+		require.Equal(t, string(want), strings.ReplaceAll(string(got), "(chart.svg)", "("+chart+")"),
+			"%s.md is not what go run ./cmd/report -from %s.txt writes; write it again", name, name)
+	}
+}
+
 // A timing that faulted on one op in a hundred or more is named with its
 // faults, wherever its row is; one under that, or AddUntouched's, whose
 // adds are first stores, is not.
