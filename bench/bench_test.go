@@ -561,7 +561,8 @@ func BenchmarkRemove(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", s.label, lib), func(b *testing.B) {
 				// The first run at a size builds every remover's filter of
 				// it, just before the timing and not synced: their pages
-				// are dirty, as a service's that changes all the time are.
+				// are dirty, and the runs, seconds later, come before the
+				// kernel writes them back (see readyToStore).
 				buildKept(b, removers(), s.capacity, keys, removeName)
 				filled.Lock()
 				subject := filled.subjects[name].(Remover)

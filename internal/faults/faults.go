@@ -28,9 +28,11 @@ func (c Counter) Since() (int64, bool) {
 	return n - c.start, true
 }
 
-// Report reports on b the faults since c started, per op of b.N ops, as
-// the metric "faults/op" (or "faults/"+unit where an op is not b's op), and
-// nothing where the system does not say.
+// Report reports on b the faults since c started, divided among ops
+// operations, as the metric "faults/"+unit: b.N and "op" for a benchmark
+// whose op is one operation, or b.N*1024 and "key" for one whose op is a
+// batch of 1024 keys. Where the system does not count faults it reports
+// nothing.
 func (c Counter) Report(b *testing.B, ops int, unit string) {
 	if n, ok := c.Since(); ok && ops > 0 {
 		b.ReportMetric(float64(n)/float64(ops), "faults/"+unit)
