@@ -736,7 +736,7 @@ func write(r map[string]result, said map[string][]string, info runInfo, chart st
 	slices.Sort(names)
 	for _, name := range names {
 		var other []string
-		for _, metric := range []string{"ns/key", "ns/load", "changes/s", "keys/s", "faults/op", "faults/key"} {
+		for _, metric := range append([]string{"ns/key", "ns/load", "changes/s", "keys/s"}, faultMetrics...) {
 			if v := get(r, name, metric); !math.IsNaN(v) {
 				format := "%.1f %s"
 				if strings.HasPrefix(metric, "faults/") {
@@ -751,6 +751,10 @@ func write(r map[string]result, said map[string][]string, info runInfo, chart st
 	return b.String()
 }
 
+// faultMetrics are the page faults the benchmarks that store report: per
+// op, and per key for a batch.
+var faultMetrics = []string{"faults/op", "faults/key"}
+
 // faultNote names the timed stores that faulted on one op in a hundred or
 // more, where the run counted faults: the faults are in their times.
 // AddUntouched's adds are first stores, which fault by design.
@@ -761,7 +765,7 @@ func faultNote(r map[string]result) string {
 		if strings.HasPrefix(name, "AddUntouched/") {
 			continue
 		}
-		for _, metric := range []string{"faults/op", "faults/key"} {
+		for _, metric := range faultMetrics {
 			v := get(r, name, metric)
 			if math.IsNaN(v) {
 				continue
