@@ -73,7 +73,13 @@ var (
 
 // UncleanError is returned by Open when the machine crashed with changes made
 // since the last Flush. Every change up to DurableSeq is on disk; later ones
-// may be partly lost. Rebuild, replay from DurableSeq, or restore a copy.
+// may be partly lost, so the file is not to be trusted. Make it again:
+// rebuild it from the keys, or restore a copy (mirror.Restore, or Import
+// with Options.Replace) and replay the changes after the copy's own
+// sequence, its Stats().MemSeq. Replaying from DurableSeq + 1 is right only
+// for a copy taken at the last Flush: one taken since (a mirror that kept
+// up) is ahead of it, and a change replayed twice counts twice, so a key
+// added twice outlives its remove.
 type UncleanError struct {
 	Path       string
 	DurableSeq uint64

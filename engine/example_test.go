@@ -140,13 +140,16 @@ func ExampleFilter_DropBefore() {
 }
 
 // After a machine crash with unflushed changes, Open refuses to pretend.
+// The file is made again from a copy (mirror.Restore, or Import with
+// Options.Replace), and the caller's log replayed after the copy's own
+// sequence, its Stats().MemSeq, which may be ahead of DurableSeq.
 func ExampleUncleanError() {
 	err := error(&engine.UncleanError{Path: "spam.tb", DurableSeq: 41})
 	var unclean *engine.UncleanError
 	if errors.Is(err, engine.ErrUnclean) && errors.As(err, &unclean) {
-		fmt.Println("replay from sequence", unclean.DurableSeq+1)
+		fmt.Printf("%s: changes after sequence %d may be lost\n", unclean.Path, unclean.DurableSeq)
 	}
-	// Output: replay from sequence 42
+	// Output: spam.tb: changes after sequence 41 may be lost
 }
 
 // Sizing a filter before there is room for it: what the file takes when

@@ -112,3 +112,87 @@ func TestReplacedSaysAnotherFileHasTheName(t *testing.T) {
 	_, err = r.Replaced()
 	assert.ErrorIs(t, err, ErrClosed)
 }
+
+// After ErrUnclean, a copy and the caller's own log of changes make the
+// filter again exactly when the log is replayed from the change after the
+// copy's sequence, the restored filter's MemSeq. A copy taken after the
+// last Flush (an export, a mirror that kept up) is ahead of DurableSeq,
+// and the changes it holds, replayed from DurableSeq + 1, would count
+// twice: a key added twice stays after its one remove.
+func TestUncleanFileIsMadeAgainFromACopyAndTheChangesAfterIt(t *testing.T) {
+	cfg := Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3}
+	path := tempPath(t)
+	f, err := Create(path, cfg, bootOf(1))
+	require.NoError(t, err)
+	type change struct {
+		remove bool
+		k, seq uint64
+	}
+	apply := func(g *Filter, c change) error {
+		if c.remove {
+			return g.Remove(key(c.k), c.k)
+		}
+		return g.Add(key(c.k), c.k)
+	}
+	var log []change // the caller's: each change with its sequence
+	run := func(remove bool, from, to uint64) {
+		for k := from; k < to; k++ {
+			c := change{remove: remove, k: k}
+			require.NoError(t, apply(f, c))
+			c.seq = f.Stats().MemSeq
+			log = append(log, c)
+		}
+	}
+	run(false, 0, 100)
+	require.NoError(t, f.Flush())
+	run(false, 100, 150)
+	run(true, 10, 20)
+	var copied bytes.Buffer
+	require.NoError(t, f.Export(&copied))
+	copySeq := f.Stats().MemSeq
+	run(false, 150, 180)
+	run(true, 100, 110)
+	var want bytes.Buffer
+	require.NoError(t, f.Export(&want))
+	abandon(t, f)
+
+	_, err = Open(path, bootOf(2))
+	var unclean *UncleanError
+	require.ErrorAs(t, err, &unclean)
+	require.Less(t, unclean.DurableSeq, copySeq, "the copy is ahead of the durable sequence")
+	replace := bootOf(2)
+	replace.Replace = true
+	// remade imports the copy at path and replays the log after the
+	// sequence from names.
+	remade := func(path string, from func(*Filter) uint64) (*Filter, []byte) {
+		g, err := Import(path, bytes.NewReader(copied.Bytes()), replace)
+		require.NoError(t, err)
+		t.Cleanup(func() { g.Close() })
+		after := from(g)
+		for _, c := range log {
+			if c.seq > after {
+				_ = apply(g, c) // replayed twice, a remove may be refused
+			}
+		}
+		var got bytes.Buffer
+		require.NoError(t, g.Export(&got))
+		return g, got.Bytes()
+	}
+
+	g, got := remade(path, func(g *Filter) uint64 {
+		assert.Equal(t, copySeq, g.Stats().MemSeq, "a copy keeps its sequence")
+		return g.Stats().MemSeq
+	})
+	assert.Equal(t, want.Bytes(), got, "the copy and the changes after its sequence are the filter")
+	for k := range uint64(180) {
+		if k < 10 || k >= 20 && k < 100 || k >= 110 {
+			assert.True(t, g.Contains(key(k)), "key %d", k)
+		}
+	}
+
+	wrong, got := remade(filepath.Join(t.TempDir(), "wrong.tb"), func(*Filter) uint64 { return unclean.DurableSeq })
+	assert.NotEqual(t, want.Bytes(), got, "replayed from DurableSeq + 1, the copy's changes count twice")
+	for k := uint64(100); k < 110; k++ {
+		assert.True(t, wrong.Contains(key(k)), "key %d, added twice and removed once, is still there", k)
+	}
+}
