@@ -118,6 +118,10 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 // engine.ErrExists if path exists, unless opts.Replace lets it replace a
 // filter file (one a machine crash left unclean, say), and leaves no file,
 // and the one it would replace as it was, if Redis answers anything wrong.
+// The new filter's Stats().MemSeq is the copy's sequence, which may be
+// ahead of an unclean file's durable sequence or behind it: a caller that
+// keeps its own log of changes replays those after the copy's (see
+// engine.UncleanError).
 func Restore(ctx context.Context, r Redis, name, path string, opts *engine.Options) (*engine.Filter, error) {
 	return restore(ctx, r, name, func(export io.Reader) (*engine.Filter, error) {
 		return engine.Import(path, export, opts)
