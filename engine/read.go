@@ -9,9 +9,10 @@ import (
 )
 
 // Contains reports whether key was probably added (and not removed). It
-// never reports false for a key that was added and not removed. Any number
-// of goroutines may call it, during changes too; it takes no lock and does
-// not allocate.
+// never reports false for a key that was added and not removed, unless
+// DropBefore retired the sub-filter that held it or the filter is closed.
+// Any number of goroutines may call it, during changes too; it takes no
+// lock and does not allocate.
 func (f *Filter) Contains(key []byte) bool {
 	// current, written out: a lookup into one sub-filter then makes no call
 	// but the hash's and the sub-filter's.
