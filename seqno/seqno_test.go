@@ -1,6 +1,7 @@
 package seqno
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,6 +93,43 @@ func TestSealedButUncommittedChangeIsPending(t *testing.T) {
 	_, pending, err = j.Pending()
 	require.NoError(t, err)
 	assert.False(t, pending, "Reset forgets the record")
+}
+
+func TestAFullRecordIsTakenBackWhole(t *testing.T) {
+	// A flat sub-filter's change fills every span, a block's span its whole
+	// room: the largest record a change writes must read back as it was.
+	j, _ := newJournal(t)
+	j.Begin()
+	var want []Span
+	for i := range MaxSpans {
+		prior := make([]byte, MaxSpanBytes)
+		for b := range prior {
+			prior[b] = byte(i*MaxSpanBytes + b + 1)
+		}
+		j.Save(uint32(i), uint64(i)*MaxSpanBytes, prior)
+		want = append(want, Span{Area: uint32(i), Offset: uint64(i) * MaxSpanBytes, Prior: prior})
+	}
+	j.Seal()
+	spans, pending, err := j.Pending()
+	require.NoError(t, err)
+	require.True(t, pending)
+	assert.Equal(t, want, spans)
+}
+
+func TestAShortSpanLeavesTheRestOfItsRoomZero(t *testing.T) {
+	// The format keeps a span's room past its length zero, so a record
+	// reads the same whatever records came before it in that room.
+	j, region := newJournal(t)
+	j.Begin()
+	j.Save(1, 0, bytes.Repeat([]byte{0xff}, MaxSpanBytes))
+	j.Seal()
+	j.Commit()
+	j.Begin()
+	j.Save(1, 0, []byte{7, 7, 7})
+	j.Seal()
+	room := region[undoSpans+spanBytes:][:MaxSpanBytes]
+	assert.Equal(t, []byte{7, 7, 7}, room[:3])
+	assert.Equal(t, make([]byte, MaxSpanBytes-3), room[3:], "the room past a span's length")
 }
 
 func TestUnsealedRecordIsNotPending(t *testing.T) {
