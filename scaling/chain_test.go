@@ -3,6 +3,7 @@ package scaling
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,6 +74,7 @@ func TestNewSubFilterOpensOnlyForANewerID(t *testing.T) {
 	for i := range 100 {
 		require.NoError(t, c.Add(hashOf(i), 10))
 	}
+	assert.False(t, c.SubFilters()[0].Overfilled(), "holding its capacity, a sub-filter is full, not overfilled")
 	// Full, but id 10 is not newer than every id the newest holds: overfill.
 	require.NoError(t, c.Add(hashOf(100), 10))
 	assert.Equal(t, []uint64{0}, firstIDs(c))
@@ -162,6 +164,8 @@ func TestChainFull(t *testing.T) {
 	assert.Len(t, c.SubFilters(), MaxSubFilters)
 	assert.ErrorIs(t, c.Add(hashOf(1000), 1000), ErrChainFull)
 	assert.Len(t, c.SubFilters(), MaxSubFilters, "a refused add changes nothing")
+	_, err := Restore(c.params, &memStorage{}, c.SubFilters())
+	assert.NoError(t, err, "a full chain's directory is a valid one")
 }
 
 func TestAllocationFailureChangesNothing(t *testing.T) {
@@ -195,6 +199,42 @@ func TestParamsValidateReportsEveryProblem(t *testing.T) {
 		assert.Contains(t, err.Error(), word)
 	}
 	assert.NoError(t, small.Validate())
+
+	// Each bound is open where the rate would mean nothing, closed where
+	// equal sub-filters are asked for.
+	for _, bad := range []Params{
+		{Capacity: 1, ErrorRate: 0, Tightening: 0.9, Growth: 2},
+		{Capacity: 1, ErrorRate: 0.01, Tightening: 1, Growth: 2},
+		{Capacity: 1, ErrorRate: 0.01, Tightening: 0.9, Growth: math.Inf(1)},
+	} {
+		assert.ErrorIs(t, bad.Validate(), ErrInvalidParams, "%+v", bad)
+	}
+	assert.NoError(t, Params{Capacity: 1, ErrorRate: 1e-9, Tightening: 0.9, Growth: 1}.Validate())
+}
+
+func TestLevelsOutsideTheChainAreRefused(t *testing.T) {
+	even := Params{Capacity: 100, ErrorRate: 0.01, Tightening: 0.9, Growth: 1}
+	_, err := even.Level(MaxSubFilters - 1)
+	assert.NoError(t, err, "the last level a chain has")
+	_, err = even.Level(MaxSubFilters)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	_, err = even.Level(-1)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+
+	c, _ := newChain(t, small)
+	e := c.SubFilters()[0].Entry
+	e.Level = MaxSubFilters
+	_, err = Attach(e, c.SubFilters()[0].Space())
+	assert.ErrorIs(t, err, ErrInvalidParams, "an entry at a level the chain does not have")
+}
+
+func TestACapacityThatOverflowsIsTooLarge(t *testing.T) {
+	p := Params{Capacity: 1 << 62, ErrorRate: 0.01, Tightening: 0.9, Growth: 2}
+	_, err := p.levelCapacity(2)
+	assert.ErrorIs(t, err, counting.ErrTooLarge, "2^64 keys")
+	got, err := p.levelCapacity(0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1<<62), got)
 }
 
 func TestRestoreChecksTheDirectory(t *testing.T) {
@@ -211,6 +251,10 @@ func TestRestoreChecksTheDirectory(t *testing.T) {
 	_, err = Restore(small, st, []*SubFilter{subs[0], nil})
 	assert.ErrorIs(t, err, ErrInvalidParams, "a nil sub-filter")
 	assert.ErrorContains(t, err, "sub-filter 1 is nil")
+	same := *subs[1]
+	same.FirstID = subs[0].FirstID
+	_, err = Restore(small, st, []*SubFilter{subs[0], &same})
+	assert.ErrorIs(t, err, ErrInvalidParams, "two sub-filters own the same first id")
 	moved := *subs[1]
 	moved.Level = -1
 	_, err = Restore(small, st, []*SubFilter{subs[0], &moved})
