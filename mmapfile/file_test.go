@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,6 +55,7 @@ func TestMapUnalignedOffset(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, byte(1), raw[4096+64])
 	assert.Len(t, r.Bytes(), 128)
+	assert.Len(t, r.mapping, 64+128, "mapped from the region's page to its end, and no further")
 }
 
 func TestMapOutsideTheFile(t *testing.T) {
@@ -174,6 +176,11 @@ func TestNegativeRanges(t *testing.T) {
 	// file's and reserved nothing, without an error.
 	assert.ErrorIs(t, f.Reserve(math.MaxInt64-100, 4096), ErrOutOfRange)
 	assert.ErrorIs(t, f.Release(math.MaxInt64-100, 4096), ErrOutOfRange)
+	// A range that ends at the largest offset is a range; the file system
+	// refuses it (too large), not the check.
+	err := f.Reserve(math.MaxInt64-4096, 4096)
+	assert.Error(t, err)
+	assert.NotErrorIs(t, err, ErrOutOfRange)
 	require.NoError(t, f.Reserve(0, 4096))
 }
 
@@ -214,4 +221,54 @@ func TestMapLargeReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Unmap()
 	assert.Equal(t, byte(42), m.Bytes()[3<<20])
+}
+
+func TestWriteAtReportsItsError(t *testing.T) {
+	w := openTemp(t)
+	require.NoError(t, w.Reserve(0, 4096))
+	r, err := Open(w.Path(), os.O_RDONLY, 0, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Error(t, r.WriteAt([]byte{1}, 0), "a file opened read-only refuses the write")
+}
+
+func TestEmptyRangesReserveAndReleaseNothing(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Reserve(4096, 0))
+	require.NoError(t, f.Release(0, 0))
+	sz, err := f.Size()
+	require.NoError(t, err)
+	assert.Zero(t, sz)
+}
+
+func TestAllocatedCountsReservedRoom(t *testing.T) {
+	f := openTemp(t)
+	const size = 1 << 20
+	require.NoError(t, f.Reserve(0, size))
+	got, err := f.Allocated()
+	require.NoError(t, err)
+	// Reserved room is on disk: at least its bytes, and not more than the
+	// file system's rounding adds.
+	assert.GreaterOrEqual(t, got, int64(size))
+	assert.Less(t, got, int64(2*size))
+}
+
+func TestMapLargeUnalignedOffset(t *testing.T) {
+	f := openTemp(t)
+	require.NoError(t, f.Reserve(0, 3<<20))
+	const off, n = 4096 + 64, 1 << 20
+	require.NoError(t, f.WriteAt([]byte{1, 2, 3}, off-1))
+	r, err := f.MapLarge(off, n)
+	require.NoError(t, err)
+	defer r.Unmap()
+	require.Len(t, r.Bytes(), n)
+	assert.Len(t, r.mapping, 64+n, "mapped from the region's page to its end, and no further")
+	assert.Equal(t, []byte{2, 3}, r.Bytes()[:2], "the region starts at its offset, not its page")
+	// The file's mapping lies inside the reservation that keeps its
+	// addresses: a mapping past it would land on whatever the process
+	// had mapped there.
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(r.reserved)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(r.mapping)))
+	assert.GreaterOrEqual(t, at, lo)
+	assert.LessOrEqual(t, at+uintptr(len(r.mapping)), lo+uintptr(len(r.reserved)))
 }
