@@ -585,3 +585,34 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 		}
 	}
 }
+
+// The undo record saves the spans a probe names before the change writes:
+// every counter byte an Increment or a Decrement writes must lie in one.
+func TestSpansCoverEveryByteAChangeWrites(t *testing.T) {
+	for _, capacity := range []uint64{100, 10_000} {
+		g, err := Plan(capacity, 0.01)
+		require.NoError(t, err)
+		f, region := newTestFilter(t, g, true)
+		h := NewHasher(3)
+		for i := range 2000 {
+			p := probe(f, h.Key(key(i%300)))
+			inSpan := make([]bool, len(region))
+			p.Spans(func(offset uint64, length int) {
+				for b := offset; b < offset+uint64(length); b++ {
+					inSpan[b] = true
+				}
+			})
+			before := append([]byte(nil), region...)
+			if i < 1000 {
+				f.Increment(&p)
+			} else {
+				f.Decrement(&p)
+			}
+			for b := range region {
+				if region[b] != before[b] && !inSpan[b] {
+					t.Fatalf("flat %v, change %d wrote byte %d, outside the probe's spans", g.Flat, i, b)
+				}
+			}
+		}
+	}
+}
