@@ -1079,7 +1079,10 @@ func rewriteDirectory(b []byte, change func(*dirEntry)) []byte {
 // a known value. A change here is a format change: bump FormatVersion and
 // update docs/FORMAT.md. Made with CountersOnly and its superblock rewritten
 // as version 2 wrote it, the same file hashes to what version 2 made: a
-// version 2 file is a version 3 file of counters only.
+// version 2 file is a version 3 file of counters only. The filter's export
+// and frozen export are pinned the same way, since a stream kept as a
+// backup, or sent to another machine, must read the same in the next
+// release: a change there is a change of their versions.
 func TestGoldenFile(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -1087,22 +1090,43 @@ func TestGoldenFile(t *testing.T) {
 		adds     uint64
 		sha256   string
 		version2 string
+		export   string
+		frozen   string
 	}{
 		{"small", Config{Capacity: 100, ErrorRate: 0.01, Tightening: 0.5, Growth: 2, Seed: 0x7a11b100}, 250,
 			"86f6e089e793e4c3882feeabf4916c49c676c5283443f2879b6666f93cabfd21",
-			"8ef8832f95e7925bc9898cdc3b1e1a34197af41087856000106443c6430e09e6"},
+			"8ef8832f95e7925bc9898cdc3b1e1a34197af41087856000106443c6430e09e6",
+			"958c0bee631746dbb07b1afb2f831fbe002c00a29fe32f302d2b58bfe68b12b3",
+			"cbc8ff0769452f351ec7c870dd5c91906a00e93b9fba318b01518decf95e6e14"},
 		{"flat", Config{Capacity: 20, ErrorRate: 0.5, Growth: 1, Seed: 0x7a11b100}, 50,
 			"dff0622b35a985c024d78eb2f070536c21d6b74f4b92430b4dd8b01418f1be9b",
-			"86f1ff37e988650449df357d769af5e0421ab42539cb021cb475d932b69e9e77"},
+			"86f1ff37e988650449df357d769af5e0421ab42539cb021cb475d932b69e9e77",
+			"0b0fbed021986b062ad2a84986ae989e65569348f67de8c2ba2c60b271410127",
+			"336f46087c637f542d0dda720ce1a87b5b0560d1bd7bc8ff61538df4948bf5c1"},
 		{"chain", Config{Capacity: 1000, ErrorRate: 0.01, Growth: 2, Seed: 0x7a11b100}, 2500,
 			"cd26ce7fb09027126ba4a3d4a85076543e4e86313e628898ec19a73c4c92ae1a",
-			"a6b71e7db92c04944bf9d91bda35767592b11bcbffc1aa1d26c7ea8e469c2197"},
+			"a6b71e7db92c04944bf9d91bda35767592b11bcbffc1aa1d26c7ea8e469c2197",
+			"29ca7617617bbc42bec5d109e9a1cbbf49834eaeac2f82613f9c4fa2d0ec494d",
+			"00d7e425c9c47480f99a3e13fe1c9753202e3c8dd7ea8bf675fee714a7e5bb01"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			raw := goldenFile(t, c.cfg, c.adds)
 			assert.Equal(t, Magic, string(raw[:8]))
 			sum := sha256.Sum256(raw)
 			assert.Equal(t, c.sha256, hex.EncodeToString(sum[:]), "file of %d bytes", len(raw))
+
+			path := tempPath(t)
+			require.NoError(t, os.WriteFile(path, raw, 0o644))
+			f, err := Open(path, &Options{ReadOnly: true})
+			require.NoError(t, err)
+			var export, frozen bytes.Buffer
+			require.NoError(t, f.Export(&export))
+			require.NoError(t, f.ExportFrozen(&frozen))
+			require.NoError(t, f.Close())
+			sum = sha256.Sum256(export.Bytes())
+			assert.Equal(t, c.export, hex.EncodeToString(sum[:]), "export of %d bytes", export.Len())
+			sum = sha256.Sum256(frozen.Bytes())
+			assert.Equal(t, c.frozen, hex.EncodeToString(sum[:]), "frozen export of %d bytes", frozen.Len())
 
 			cfg := c.cfg
 			cfg.CountersOnly = true
