@@ -363,6 +363,8 @@ func TestTinyFiltersPlanFlat(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, big.Flat, "large filters stay blocked")
 
+	assert.NoError(t, Geometry{Blocks: MaxBytes / BlockBytes, K: 3}.Validate(), "the largest region")
+	assert.ErrorIs(t, Geometry{Blocks: MaxBytes/BlockBytes + 1, K: 3}.Validate(), ErrInvalidGeometry)
 	assert.ErrorIs(t, Geometry{Blocks: MaxFlatBlocks + 1, K: 3, Flat: true}.Validate(), ErrInvalidGeometry)
 	assert.ErrorIs(t, Geometry{Blocks: 2, K: MaxFlatK + 1, Flat: true}.Validate(), ErrInvalidGeometry)
 }
@@ -442,6 +444,17 @@ func TestShapeAnswersAsTheFilter(t *testing.T) {
 		}
 		off, _ := s.Locate(h.Key(key(0)))
 		assert.False(t, s.Test(h.Key(key(0)), region[off:off+3]), "missing bytes read as zeros")
+		// Cut at every length, the bytes read as the range with zeros past
+		// the cut: a counter in the first byte past it included.
+		for i := range 50 {
+			hk := h.Key(key(i))
+			off, length := s.Locate(hk)
+			for cut := range int(length) {
+				padded := make([]byte, length)
+				copy(padded, region[off:off+uint64(cut)])
+				require.Equal(t, s.Test(hk, padded), s.Test(hk, region[off:off+uint64(cut)]), "key %d cut at %d", i, cut)
+			}
+		}
 	}
 }
 
