@@ -115,7 +115,8 @@ func mirroredForFaults(t *testing.T, r Redis, seed uint64) (context.Context, *en
 }
 
 // TestFaultsConverge: connections cut between a batch and its answer, Redis
-// restarted empty, Redis paused past the queue's bound. After each, the
+// restarted empty, Redis rolled back to an older state of the mirror's own
+// copy, Redis paused past the queue's bound. After each, the
 // mirror converges to the file's exact bytes, and a batch Redis already
 // applied is not applied again.
 func TestFaultsConverge(t *testing.T) {
@@ -151,6 +152,26 @@ func TestFaultsConverge(t *testing.T) {
 		// Redis answers that it holds no copy, unless the changes made
 		// while it restarted overflowed the queue first.
 		assert.Regexp(t, "not the one shipped to|Options.MaxQueue", m.Stats().RecopyReason)
+	})
+	t.Run("Redis rolled back to an older copy", func(t *testing.T) {
+		// A failover to a replica the last changes had not reached, or a
+		// restart from an older snapshot: Redis holds the mirror's own
+		// copy at an earlier sequence. A batch that follows the later
+		// sequence must not be applied onto it.
+		raw := redistest.Client(t, s)
+		older := dumpCopy(t, ctx, raw, "faults")
+		before := m.Stats().Recopies
+		for range 10 { // small steps, below the queue's bound: shipped, not copied
+			next = workload(t, f, rng, 5, next)
+			require.NoError(t, m.Flush(ctx))
+		}
+		require.Equal(t, before, m.Stats().Recopies)
+		restoreCopy(t, ctx, raw, "faults", older)
+		next = workload(t, f, rng, 5, next)
+		require.NoError(t, m.Flush(ctx))
+		requireSame(t, ctx, r, "faults", f)
+		assert.Greater(t, m.Stats().Recopies, before, "a full copy replaced the older one")
+		assert.Contains(t, m.Stats().RecopyReason, "TBSEQ", "Redis named the sequence it holds")
 	})
 	t.Run("Redis paused past the queue's bound", func(t *testing.T) {
 		before := m.Stats().Recopies
@@ -695,4 +716,39 @@ func TestRedisOutOfMemory(t *testing.T) {
 	present, err := c.Contains(ctx, key(1999))
 	require.NoError(t, err)
 	assert.True(t, present, "the new copy, once Redis had room")
+}
+
+// dumpCopy is every key of name's copy but the claim on the name, as DUMP
+// serializes it.
+func dumpCopy(t *testing.T, ctx context.Context, raw *redis.Client, name string) map[string]string {
+	t.Helper()
+	keys, err := raw.Keys(ctx, "{"+name+"}:*").Result()
+	require.NoError(t, err)
+	dump := map[string]string{}
+	for _, k := range keys {
+		if k == "{"+name+"}:owner" {
+			continue
+		}
+		v, err := raw.Dump(ctx, k).Result()
+		require.NoError(t, err)
+		dump[k] = v
+	}
+	require.NotEmpty(t, dump)
+	return dump
+}
+
+// restoreCopy puts back a copy dumpCopy took, deleting the keys written
+// since: what Redis holds after a failover to a replica that was behind.
+func restoreCopy(t *testing.T, ctx context.Context, raw *redis.Client, name string, dump map[string]string) {
+	t.Helper()
+	keys, err := raw.Keys(ctx, "{"+name+"}:*").Result()
+	require.NoError(t, err)
+	for _, k := range keys {
+		if _, ok := dump[k]; !ok && k != "{"+name+"}:owner" {
+			require.NoError(t, raw.Del(ctx, k).Err())
+		}
+	}
+	for k, v := range dump {
+		require.NoError(t, raw.RestoreReplace(ctx, k, 0, v).Err())
+	}
 }
