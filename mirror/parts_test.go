@@ -70,6 +70,48 @@ func TestNewSubFilterIsNotZeroedInRedis(t *testing.T) {
 	assert.NotContains(t, present, false)
 }
 
+// TestPartLostBeforeItsFillStaysLost: a part the batch that opened a
+// sub-filter made and wrote into, gone from Redis before the writer fills
+// it (evicted in between). The fill passes it by rather than make it
+// again as zeros, which would drop the batch's bytes and have checks find
+// the keys it held absent: checks say the part is lost (ErrPartLost).
+func TestPartLostBeforeItsFillStaysLost(t *testing.T) {
+	s := redistest.StartServer(t)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var lost string
+	r := callHook{dial(t, s.URL(), false), func(sc *Script, _ []string) {
+		if sc != fillScript || lost != "" {
+			return
+		}
+		for _, name := range keysLike(t, raw, "{unfilled}:g*:l1:p*") {
+			if raw.StrLen(ctx, name).Val() > 1 { // written, not only made
+				lost = name
+				require.NoError(t, raw.Del(ctx, name).Err())
+				return
+			}
+		}
+	}}
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 8, Seed: 34})
+	m, err := Attach(f, r, "unfilled", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	next := uint64(0)
+	addKeys(t, f, &next, 1000)
+	require.NoError(t, m.Flush(ctx))
+	addKeys(t, f, &next, 3) // the first opens level 1
+	require.NoError(t, m.Flush(ctx))
+	require.NotEmpty(t, lost, "a part the batch wrote was deleted before its fill")
+	assert.Zero(t, raw.Exists(ctx, lost).Val(), "the fill did not make it again")
+
+	c, err := NewChecker(ctx, r, "unfilled")
+	require.NoError(t, err)
+	present, err := c.ContainsBatch(ctx, keysTo(next), nil)
+	assert.ErrorIs(t, err, ErrPartLost)
+	assert.NotContains(t, present, false, "no key reads as absent")
+}
+
 // keysTo is key(i) for every i below n.
 func keysTo(n uint64) [][]byte {
 	out := make([][]byte, 0, n)
