@@ -866,3 +866,33 @@ func TestPushTimesOutEachCall(t *testing.T) {
 		t.Fatal("Push still waits for a call Redis never answers")
 	}
 }
+
+// TestCopyAfterTheGenerationCounterIsLost: Redis lost the key that hands
+// out generations (evicted, or deleted by hand) and kept the live copy. A
+// new copy still takes a generation above the live one: one that took the
+// live copy's own would write over its parts while checks read them, and
+// its switch would delete them.
+func TestCopyAfterTheGenerationCounterIsLost(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, next := filledFilter(t, 5000, 35, 3000)
+	require.NoError(t, push(ctx, f, r, "regen", smallParts))
+	first, err := Describe(ctx, r, "regen")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), raw.Del(ctx, keys{"regen"}.gens()).Val())
+
+	addKeys(t, f, &next, 500)
+	require.NoError(t, push(ctx, f, r, "regen", smallParts))
+	second, err := Describe(ctx, r, "regen")
+	require.NoError(t, err)
+	assert.Greater(t, second.Generation, first.Generation)
+	requireSame(t, ctx, r, "regen", f)
+	c, err := NewChecker(ctx, r, "regen")
+	require.NoError(t, err)
+	present, err := c.ContainsBatch(ctx, keysTo(next), nil)
+	require.NoError(t, err)
+	assert.NotContains(t, present[1:], false) // key(0) was never added
+}
