@@ -524,6 +524,39 @@ func TestOverflowCopiesChangedBlocks(t *testing.T) {
 	}
 }
 
+// TestCloneOfACopyMissingAPartIsWrittenInFull: the copy Redis kept while
+// the queue gave up had lost a part (evicted). The next copy does not
+// clone it, which would make a copy without that part live, but writes
+// the copy in full.
+func TestCloneOfACopyMissingAPartIsWrittenInFull(t *testing.T) {
+	s := redistest.StartServer(t)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := dial(t, s.URL(), false)
+	f, next := filledFilter(t, 20_000, 36, 10_000)
+	m, err := Attach(f, r, "holed", &Options{MaxQueue: 50, PartBytes: 4096, Timeout: 100 * time.Millisecond, Backoff: time.Millisecond})
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	d, err := Describe(ctx, r, "holed")
+	require.NoError(t, err)
+	lost := keys{"holed"}.part(d.Generation, d.SubFilters[0].Level, 3)
+	require.Equal(t, int64(1), raw.Del(ctx, lost).Val())
+
+	s.Pause()
+	addKeys(t, f, &next, 500) // ten times the queue
+	s.Resume()
+	require.NoError(t, m.Flush(ctx))
+	requireSame(t, ctx, r, "holed", f)
+	stats := m.Stats()
+	assert.Equal(t, uint64(2), stats.Recopies, "%+v", stats)
+	assert.Contains(t, stats.RecopyReason, "in full, as mirror: the copy Redis holds cannot be cloned: Redis no longer holds it")
+	live, err := readMeta(ctx, r, keys{"holed"})
+	require.NoError(t, err)
+	assert.Equal(t, attachedKeys(f, "holed", live.gen, 4096), keysLike(t, raw, "{holed}*"), "only the live copy's keys")
+}
+
 // countingStarts counts the full copies started through it.
 type countingStarts struct {
 	Redis
