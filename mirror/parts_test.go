@@ -37,13 +37,7 @@ func TestNewSubFilterIsNotZeroedInRedis(t *testing.T) {
 			}
 		}
 	}}
-	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 8, Seed: 31})
-	m, err := Attach(f, r, "lazy", smallParts)
-	require.NoError(t, err)
-	defer m.Close()
-	next := uint64(0)
-	addKeys(t, f, &next, 1000)
-	require.NoError(t, m.Flush(ctx))
+	f, m, next := fullFirstSubFilter(t, ctx, r, "lazy", 31)
 	require.Zero(t, fills.Load(), "a full copy writes its parts whole")
 	addKeys(t, f, &next, 3) // the first opens level 1
 	require.NoError(t, m.Flush(ctx))
@@ -93,13 +87,7 @@ func TestPartLostBeforeItsFillStaysLost(t *testing.T) {
 			}
 		}
 	}}
-	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 8, Seed: 34})
-	m, err := Attach(f, r, "unfilled", smallParts)
-	require.NoError(t, err)
-	defer m.Close()
-	next := uint64(0)
-	addKeys(t, f, &next, 1000)
-	require.NoError(t, m.Flush(ctx))
+	f, m, next := fullFirstSubFilter(t, ctx, r, "unfilled", 34)
 	addKeys(t, f, &next, 3) // the first opens level 1
 	require.NoError(t, m.Flush(ctx))
 	require.NotEmpty(t, lost, "a part the batch wrote was deleted before its fill")
@@ -110,6 +98,21 @@ func TestPartLostBeforeItsFillStaysLost(t *testing.T) {
 	present, err := c.ContainsBatch(ctx, keysTo(next), nil)
 	assert.ErrorIs(t, err, ErrPartLost)
 	assert.NotContains(t, present, false, "no key reads as absent")
+}
+
+// fullFirstSubFilter is a filter whose first sub-filter holds its 1000
+// keys, and whose next, for keys with newer ids, takes eight times as many,
+// mirrored into r as name and flushed: the next add opens level 1.
+func fullFirstSubFilter(t *testing.T, ctx context.Context, r Redis, name string, seed uint64) (*engine.Filter, *Mirror, uint64) {
+	t.Helper()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 8, Seed: seed})
+	m, err := Attach(f, r, name, smallParts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	next := uint64(0)
+	addKeys(t, f, &next, 1000)
+	require.NoError(t, m.Flush(ctx))
+	return f, m, next
 }
 
 // keysTo is key(i) for every i below n.
