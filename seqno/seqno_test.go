@@ -96,8 +96,9 @@ func TestSealedButUncommittedChangeIsPending(t *testing.T) {
 }
 
 func TestAFullRecordIsTakenBackWhole(t *testing.T) {
-	// A flat sub-filter's change fills every span, a block's span its whole
-	// room: the largest record a change writes must read back as it was.
+	// The largest record the format holds reads back as it was: every span
+	// used, as a flat sub-filter's change uses them, and each as long as a
+	// block, as a blocked change's first span is.
 	j, _ := newJournal(t)
 	j.Begin()
 	var want []Span
