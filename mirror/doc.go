@@ -16,7 +16,10 @@
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below
 // Redis's 512 MB string limit). gen names the live copy; seq is the
-// sequence of the last change it holds.
+// sequence of the last change it holds. The layout is Format, named in the
+// meta hash's format field; TestRedisLayoutIsPinned pins it by the SHA-256
+// of a copy made from fixed parameters and keys, so that a change to it
+// comes with a new Format.
 //
 // The batch that ships a change opening a sub-filter makes its parts one
 // zero byte long, and the mirror then fills each to its length with a
