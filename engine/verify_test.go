@@ -2,7 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -89,6 +91,12 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Contains(t, err.Error(), "counters sum to")
 	})
+	t.Run("a highest id below the first", func(t *testing.T) {
+		require.NotZero(t, sub.FirstID)
+		err := damage(t, func(b []byte) { binary.LittleEndian.PutUint64(b[talliesOffset(sub.Level)+8:], sub.FirstID-1) })
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), fmt.Sprintf("sub-filter 1 (level 1, ids from %d): holds keys but its highest id %d is below its first id", sub.FirstID, sub.FirstID-1))
+	})
 	t.Run("a change in flight", func(t *testing.T) {
 		path := tempPath(t)
 		require.NoError(t, os.WriteFile(path, good, 0o644))
@@ -99,11 +107,12 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		s := g.chain.SubFilters()[0]
 		p := probeOf(s, counting.NewHasher(1).Key([]byte("x")))
 		store{g}.Touch(s, p)
+		inFlight := g.journal.MemSeq() + 1
 		g.mu.Unlock()
 		abandon(t, g)
 		err = Verify(path)
 		require.ErrorIs(t, err, ErrCorrupt)
-		assert.Contains(t, err.Error(), "open the file for writing once to undo it")
+		assert.Contains(t, err.Error(), fmt.Sprintf("change %d was in flight when its writer stopped: open the file for writing once to undo it", inFlight))
 	})
 	zeroRoom := []struct {
 		name  string
