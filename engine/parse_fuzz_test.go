@@ -49,3 +49,39 @@ func FuzzDecodeDirectory(f *testing.F) {
 		}
 	})
 }
+
+// The superblock decodes from its own bytes, with nothing after them; a
+// byte fewer is not a filter.
+func TestDecodeSuperblockAlone(t *testing.T) {
+	cfg := Config{Capacity: 1000, ErrorRate: 0.01, Tightening: 0.9, Growth: 2, Seed: 5}
+	b := make([]byte, sbSize)
+	encodeSuperblock(b, cfg)
+	got, err := decodeSuperblock("alone", b)
+	require.NoError(t, err)
+	assert.Equal(t, cfg, got)
+	_, err = decodeSuperblock("short", b[:sbSize-1])
+	assert.ErrorIs(t, err, ErrNotFilter)
+}
+
+// Regions may meet end to end: a sub-filter placed in the gap a retired one
+// left can end on the byte where the next one starts. A block more is an
+// overlap.
+func TestDecodeDirectoryRegionsMayMeet(t *testing.T) {
+	g := counting.Geometry{Blocks: PageSize / counting.BlockBytes, K: 7} // a page of counters, no presence bits
+	d := directory{generation: 3, entries: []dirEntry{
+		{Entry: scaling.Entry{Level: 0, FirstID: 0, Capacity: 100, Geometry: g}, Offset: HeaderBytes + PageSize},
+		{Entry: scaling.Entry{Level: 1, FirstID: 9, Capacity: 100, Geometry: g}, Offset: HeaderBytes},
+	}}
+	page := make([]byte, PageSize)
+	encodeDirectory(page, d)
+	got, valid, err := decodeDirectory(page, HeaderBytes+2*PageSize, false)
+	require.NoError(t, err)
+	require.True(t, valid)
+	assert.Equal(t, d, got)
+
+	d.entries[1].Geometry.Blocks++
+	encodeDirectory(page, d)
+	_, valid, err = decodeDirectory(page, HeaderBytes+2*PageSize, false)
+	assert.True(t, valid)
+	assert.ErrorContains(t, err, "sub-filter 1 overlaps another")
+}

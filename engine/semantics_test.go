@@ -208,6 +208,42 @@ func TestDropBeforeGivesDiskSpaceBack(t *testing.T) {
 	}
 }
 
+// A sub-filter opened after DropBefore takes the level, and the room in the
+// file, that the retired one left: a gap that fits it to the byte, so the
+// file does not grow. The room reads as zeros whatever it held: here, bytes
+// another program wrote into it after it was given back.
+func TestNewSubFilterFillsTheRoomARetiredOneLeft(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 2_000, ErrorRate: 0.01, Growth: 2, Seed: 6})
+	next := fillChain(t, f, 3, 0)
+	subs := f.chain.SubFilters()
+	gap := spaceOf(subs[0]).offset
+	require.Equal(t, spaceOf(subs[0]).size, spaceOf(subs[1]).offset-gap, "the oldest sub-filter's room is the gap")
+	size, err := f.file.Size()
+	require.NoError(t, err)
+	_, err = f.DropBefore(subs[1].FirstID)
+	require.NoError(t, err)
+	other, err := os.OpenFile(f.Path(), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, int(spaceOf(subs[0]).size)), int64(gap))
+	require.NoError(t, err)
+	require.NoError(t, other.Close())
+
+	next = fillChain(t, f, 3, next)
+	subs = f.chain.SubFilters()
+	assert.Equal(t, 0, subs[2].Level)
+	assert.Equal(t, gap, spaceOf(subs[2]).offset, "the new sub-filter fills the gap")
+	after, err := f.file.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, after, "the file does not grow")
+	for i := subs[0].FirstID; i < next; i++ {
+		require.True(t, f.Contains(key(i)), "key %d", i)
+	}
+	_, nonZero, _ := subs[2].Filter().Tally()
+	assert.Equal(t, subs[2].NonZero(), nonZero, "the new sub-filter starts from zeros")
+	require.NoError(t, f.Close())
+	require.NoError(t, Verify(f.Path()))
+}
+
 // A chain that holds all the sub-filters it can refuses an add that needs
 // another, whole and with a sentinel that says what to do, and takes adds
 // again once DropBefore has made room.
@@ -237,7 +273,30 @@ func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NoError(t, f.Add(key(next+1), next+1))
-	assert.Len(t, f.Stats().SubFilters, MaxSubFilters)
+	full := f.Stats().SubFilters
+	assert.Len(t, full, MaxSubFilters)
+	f = reopen(t, f, nil)
+	assert.Equal(t, full, f.Stats().SubFilters, "a directory of every sub-filter a chain can hold reads back whole")
+	assert.True(t, f.Contains(key(next+1)))
+	require.NoError(t, f.Close())
+	require.NoError(t, Verify(f.Path()))
+}
+
+// A sub-filter whose counters fill whole pages ends on the file's last byte.
+func TestARegionMayEndTheFile(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 755, ErrorRate: 0.01, Fixed: true, CountersOnly: true, Seed: 7})
+	sp := spaceOf(f.chain.SubFilters()[0])
+	require.Equal(t, PageSize, len(sp.counters), "the counters fill a page")
+	for i := range uint64(755) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	size, err := f.file.Size()
+	require.NoError(t, err)
+	require.Equal(t, int64(sp.offset)+PageSize, size, "the file ends where the counters do")
+	f = reopen(t, f, nil)
+	for i := range uint64(755) {
+		require.True(t, f.Contains(key(i)), "key %d", i)
+	}
 	require.NoError(t, f.Close())
 	require.NoError(t, Verify(f.Path()))
 }
@@ -960,8 +1019,11 @@ func TestDamagedFiles(t *testing.T) {
 	for i := range uint64(100) {
 		require.NoError(t, f.Add(key(i), i))
 	}
+	sp := spaceOf(f.chain.SubFilters()[0])
+	regionEnd := int(sp.offset) + len(sp.counters) + len(sp.presence)
 	require.NoError(t, f.Close())
 	good := readFile(t, f.Path())
+	require.Less(t, regionEnd, len(good), "the file's last page is part padding")
 
 	cases := map[string]func([]byte) []byte{
 		"empty":              func(b []byte) []byte { return nil },
@@ -981,6 +1043,8 @@ func TestDamagedFiles(t *testing.T) {
 		"directory overlap": func(b []byte) []byte {
 			return rewriteDirectory(b, func(e *dirEntry) { e.Offset = PageSize })
 		},
+		// Cut inside the last page, one byte short of the presence bits.
+		"truncated presence bits": func(b []byte) []byte { return b[:regionEnd-1] },
 	}
 	for name, damage := range cases {
 		t.Run(name, func(t *testing.T) {
