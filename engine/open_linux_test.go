@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -150,4 +151,26 @@ func vacated(t *testing.T, addresses []uintptr) (n int) {
 		}
 	}
 	return n
+}
+
+// An import that fails after it mapped the file it was making removes the
+// file and unmaps it: no mapping of it stays behind, holding the disk room
+// of a file no name reaches.
+func TestFailedImportLeavesNoMapping(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 1_000, ErrorRate: 0.01, Seed: 2})
+	for i := range uint64(500) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	var stream bytes.Buffer
+	require.NoError(t, f.Export(&stream))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "imported.tb")
+	_, err := Import(path, bytes.NewReader(stream.Bytes()[:stream.Len()-1]), nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the file being made is removed")
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	assert.NotContains(t, string(maps), dir, "a mapping of the file being made stays")
 }
