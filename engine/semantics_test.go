@@ -244,6 +244,37 @@ func TestNewSubFilterFillsTheRoomARetiredOneLeft(t *testing.T) {
 	require.NoError(t, Verify(f.Path()))
 }
 
+// Open after a writer was killed gives back all the room no sub-filter
+// uses, each gap of it: here the room of a retired sub-filter, and a page
+// past the last one, as a kill leaves them before they were given back or
+// after room was taken for a sub-filter whose opening was undone.
+func TestOpenAfterAKillGivesBackEveryGap(t *testing.T) {
+	path := tempPath(t)
+	w, err := Create(path, Config{Capacity: 2_000, ErrorRate: 0.01, Growth: 2, Seed: 6}, bootOf(1))
+	require.NoError(t, err)
+	fillChain(t, w, 3, 0)
+	retired := *spaceOf(w.chain.SubFilters()[0])
+	_, err = w.DropBefore(w.chain.SubFilters()[1].FirstID)
+	require.NoError(t, err)
+	size, err := w.file.Size()
+	require.NoError(t, err)
+	abandon(t, w)
+	other, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, int(retired.size)), int64(retired.offset))
+	require.NoError(t, err)
+	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, PageSize), size)
+	require.NoError(t, err)
+	require.NoError(t, other.Close())
+
+	g, err := Open(path, bootOf(1)) // the same boot: a process crash
+	require.NoError(t, err)
+	defer g.Close()
+	b := readFile(t, path)
+	assert.Equal(t, make([]byte, retired.size), b[retired.offset:][:retired.size], "the retired sub-filter's room")
+	assert.Equal(t, make([]byte, PageSize), b[size:][:PageSize], "the page past the last sub-filter")
+}
+
 // A chain that holds all the sub-filters it can refuses an add that needs
 // another, whole and with a sentinel that says what to do, and takes adds
 // again once DropBefore has made room.
@@ -543,6 +574,32 @@ func TestReaderFollowsTheWriter(t *testing.T) {
 	assert.True(t, r.Contains(key(1<<30)))
 }
 
+// A reader that finds, at one look, a sub-filter retired and a new one
+// opened in its room (the same level, the same offset) follows the new one,
+// keeps none of the retired one's directory entry, and unmaps the retired
+// one's mapping once nothing can reach it.
+func TestReaderFollowsANewSubFilterInARetiredOnesRoom(t *testing.T) {
+	w := newTestFilter(t, Config{Capacity: 2_000, ErrorRate: 0.01, Growth: 2, Seed: 6})
+	next := fillChain(t, w, 3, 0)
+	r, err := Open(w.Path(), &Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, w.Stats().SubFilters, r.Stats().SubFilters)
+	retired, seen := w.chain.SubFilters()[0], r.chain.SubFilters()[0]
+	_, err = w.DropBefore(w.chain.SubFilters()[1].FirstID)
+	require.NoError(t, err)
+	next = fillChain(t, w, 3, next)
+	opened := w.chain.SubFilters()[2]
+	require.Equal(t, retired.Level, opened.Level)
+	require.Equal(t, spaceOf(retired).offset, spaceOf(opened).offset)
+
+	assert.True(t, r.Contains(key(next-1)))
+	assert.Equal(t, w.Stats().SubFilters, r.Stats().SubFilters)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Contains(t, r.mu.retired, spaceOf(seen).region, "the retired sub-filter's mapping waits to be unmapped")
+}
+
 // A file is replaced by renaming a new one over it, never by writing over
 // it in place (which would take pages from under the processes that map
 // it). The processes that had it open keep the file they opened, a writer
@@ -777,6 +834,28 @@ func TestOpenRecoversAChangeInFlight(t *testing.T) {
 			assert.Zero(t, g.chain.SubFilters()[0].Filter().StalePresence(), "presence bits are exact again")
 		})
 	}
+}
+
+// An undo record whose checksum holds but whose span runs past the end of
+// its sub-filter's counters is damage, which Open refuses.
+func TestOpenRefusesAnUndoSpanPastItsArea(t *testing.T) {
+	path := tempPath(t)
+	f, err := Create(path, Config{Capacity: 100, ErrorRate: 0.01}, bootOf(1))
+	require.NoError(t, err)
+	require.NoError(t, f.Add(key(1), 1))
+	sub := f.chain.SubFilters()[0]
+	counters := spaceOf(sub).counters
+	f.mu.Lock()
+	require.NoError(t, f.beginLocked())
+	f.journal.Begin()
+	f.journal.Save(areaOfLevel(sub.Level), uint64(len(counters)-8), make([]byte, counting.BlockBytes))
+	f.journal.Seal()
+	f.mu.Unlock()
+	abandon(t, f)
+
+	_, err = Open(path, bootOf(1))
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), fmt.Sprintf("undo span of 64 bytes at %d outside area 1", len(counters)-8))
 }
 
 // A change that wrote a directory slot and was killed before it committed
