@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/counting"
 )
 
 func exportedFilter(t *testing.T) (*Filter, []byte) {
@@ -192,6 +194,38 @@ func TestFrozenExport(t *testing.T) {
 		require.Equal(t, f.Contains(key(i)), z.Contains(key(i)), "key %d", i)
 	}
 	assert.True(t, z.ContainsString(string(key(1499))))
+}
+
+// Counters longer than the 1 MiB an import or ReadExport reads at a time,
+// and not a whole number of them, come through byte for byte.
+func TestExportImportOfCountersLongerThanAChunk(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 200_000, ErrorRate: 0.01, Fixed: true, Seed: 22})
+	counters := spaceOf(f.chain.SubFilters()[0]).counters
+	require.Greater(t, len(counters), 1<<20)
+	require.NotZero(t, len(counters)%(1<<20))
+	for i := range uint64(2_000) {
+		require.NoError(t, f.Add(key(i), i))
+	}
+	var stream bytes.Buffer
+	require.NoError(t, f.Export(&stream))
+	g, err := Import(tempPath(t), bytes.NewReader(stream.Bytes()), nil)
+	require.NoError(t, err)
+	defer g.Close()
+	assert.Equal(t, counters, spaceOf(g.chain.SubFilters()[0]).counters, "imported")
+	snap, err := ReadExport(&stream)
+	require.NoError(t, err)
+	assert.Equal(t, counters, snap.Counters(0), "read into memory")
+}
+
+// A sub-filter's level past the last a chain has is refused with the
+// export's directory, before any counter is read.
+func TestExportOfALevelPastTheChainIsRefused(t *testing.T) {
+	_, stream := exportedFilter(t)
+	b := append([]byte(nil), stream...)
+	binary.LittleEndian.PutUint32(b[exportHeader:], MaxSubFilters)
+	_, err := ReadExport(bytes.NewReader(b))
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, fmt.Sprintf("export: sub-filter 0: level %d", MaxSubFilters))
 }
 
 func TestDamagedExports(t *testing.T) {
@@ -502,6 +536,28 @@ func TestWriteExportFromParts(t *testing.T) {
 	assert.ErrorIs(t, err, lost)
 	_, err = Import(tempPath(t), &short, nil)
 	assert.ErrorIs(t, err, ErrCorrupt)
+}
+
+// WriteExport asks read for the counters of a sub-filter larger than a
+// chunk a chunk of at most 8 MiB at a time, in order, to their last byte
+// and never past it.
+func TestWriteExportReadsALargeSubFilterInChunks(t *testing.T) {
+	f, _ := exportedFilter(t)
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	subs := slices.Clone(snap.SubFilters())[:1]
+	subs[0].Flat, subs[0].Blocks = false, 2*exportChunk/counting.BlockBytes+1 // two chunks and a block
+	size := subs[0].Blocks * counting.BlockBytes
+	var next uint64
+	err = WriteExport(io.Discard, snap.Config(), snap.MemSeq(), subs, func(i int, offset uint64, dst []byte) error {
+		require.Equal(t, next, offset, "in order")
+		require.LessOrEqual(t, len(dst), exportChunk)
+		require.LessOrEqual(t, offset+uint64(len(dst)), size, "past the counters' end")
+		next += uint64(len(dst))
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, size, next, "to their last byte")
 }
 
 // A nil reader or writer is refused with ErrInvalidInput, by every reader

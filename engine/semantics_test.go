@@ -309,6 +309,12 @@ func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 	f = reopen(t, f, nil)
 	assert.Equal(t, full, f.Stats().SubFilters, "a directory of every sub-filter a chain can hold reads back whole")
 	assert.True(t, f.Contains(key(next+1)))
+	var stream bytes.Buffer
+	require.NoError(t, f.Export(&stream))
+	imported, err := Import(tempPath(t), &stream, nil)
+	require.NoError(t, err, "an export of every sub-filter a chain can hold imports")
+	assert.Equal(t, full, imported.Stats().SubFilters)
+	require.NoError(t, imported.Close())
 	require.NoError(t, f.Close())
 	require.NoError(t, Verify(f.Path()))
 }
