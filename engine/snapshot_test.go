@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,10 +57,36 @@ func TestNewSnapshotRefusesBadParts(t *testing.T) {
 		"ids out of order": {[]SubFilterStats{subs[1], subs[0]}, [][]byte{parts[1], parts[0]}, snap.Config()},
 		"bad parameters":   {subs, parts, Config{Capacity: 0, ErrorRate: 0.01, Tightening: 0.9, Growth: 1}},
 		"bad geometry":     {[]SubFilterStats{{Level: 0, K: 99, Blocks: 1}}, [][]byte{make([]byte, 64)}, snap.Config()},
+		"ids equal":        {[]SubFilterStats{subs[0], withFirstID(subs[1], subs[0].FirstID)}, parts, snap.Config()},
+		"level 64":         {[]SubFilterStats{subs[0], withLevel(subs[1], MaxSubFilters)}, parts, snap.Config()},
 	} {
 		_, err := NewSnapshot(c.cfg, 1, c.subs, c.parts)
 		assert.ErrorIs(t, err, ErrCorrupt, name)
 	}
+}
+
+func withFirstID(s SubFilterStats, id uint64) SubFilterStats { s.FirstID = id; return s }
+func withLevel(s SubFilterStats, level int) SubFilterStats   { s.Level = level; return s }
+
+// NewSnapshot takes the parts of a chain that holds all the sub-filters it
+// can, and says a sub-filter is overfilled only past its capacity.
+func TestNewSnapshotAtItsBounds(t *testing.T) {
+	f := newTestFilter(t, Config{Capacity: 2, ErrorRate: 0.01, Growth: 1, Seed: 3})
+	fillChain(t, f, MaxSubFilters, 0)
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	subs := slices.Clone(snap.SubFilters())
+	require.Len(t, subs, MaxSubFilters)
+	parts := make([][]byte, len(subs))
+	for i := range parts {
+		parts[i] = snap.Counters(i)
+	}
+	subs[0].Count = subs[0].Capacity
+	subs[1].Count = subs[1].Capacity + 1
+	full, err := NewSnapshot(snap.Config(), snap.MemSeq(), subs, parts)
+	require.NoError(t, err)
+	assert.False(t, full.SubFilters()[0].Overfilled, "at its capacity")
+	assert.True(t, full.SubFilters()[1].Overfilled, "past its capacity")
 }
 
 func TestPlacementAnswersAsTheFilter(t *testing.T) {
