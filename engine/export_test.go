@@ -467,6 +467,7 @@ func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
 		require.NoError(t, f.beginLocked())
 		sub := f.chain.SubFilters()[0]
 		store{f}.Touch(sub, probeOf(sub, f.hasher.Key(key(2)))) // sealed, not committed
+		inFlight := f.journal.MemSeq() + 1
 		// The change commits however the checks below end.
 		defer func() {
 			assert.NoError(t, f.commitLocked())
@@ -480,7 +481,7 @@ func TestReadOnlyCopyOfABusyFilter(t *testing.T) {
 		} {
 			err := copyOut()
 			require.ErrorIs(t, err, ErrBusy)
-			assert.Contains(t, err.Error(), "in flight during each of 3 attempts")
+			assert.Contains(t, err.Error(), fmt.Sprintf("change %d was in flight during each of 3 attempts", inFlight))
 			assert.Contains(t, err.Error(), "if its writer stopped, open the file for writing once to undo it")
 		}
 		assert.Zero(t, out.Len())

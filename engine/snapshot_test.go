@@ -234,12 +234,12 @@ func TestCopySpansRefuses(t *testing.T) {
 	sub := f.Stats().SubFilters[0]
 	snap, err := f.Snapshot()
 	require.NoError(t, err)
-	dst := bytes.Repeat([]byte{0xAA}, 192)
-	st, err := f.CopySpans([]Span{{sub.Level, 0, 64}, {sub.Level + 1, 0, 64}, {sub.Level, sub.Bytes - 64, 64}}, dst)
+	dst := bytes.Repeat([]byte{0xAA}, 320)
+	st, err := f.CopySpans([]Span{{sub.Level, 0, 64}, {sub.Level + 1, 0, 64}, {MaxSubFilters, 0, 64}, {-1, 0, 64}, {sub.Level, sub.Bytes - 64, 64}}, dst)
 	require.NoError(t, err)
 	assert.Equal(t, snap.Counters(0)[:64], dst[:64])
-	assert.Equal(t, bytes.Repeat([]byte{0xAA}, 64), dst[64:128], "a level not held is left as it was")
-	assert.Equal(t, snap.Counters(0)[sub.Bytes-64:], dst[128:])
+	assert.Equal(t, bytes.Repeat([]byte{0xAA}, 192), dst[64:256], "levels not held, or past any chain's, are left as they were")
+	assert.Equal(t, snap.Counters(0)[sub.Bytes-64:], dst[256:])
 	assert.Equal(t, []SubFilterStats{sub}, st.SubFilters)
 
 	for _, s := range []Span{{sub.Level, 1, 64}, {sub.Level, 0, 65}, {sub.Level, sub.Bytes - 64, 128}, {sub.Level, sub.Bytes, 64}, {sub.Level, 1 << 63, 64}} {
