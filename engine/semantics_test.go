@@ -315,6 +315,11 @@ func TestFullChainRefusesAddsUntilDropBefore(t *testing.T) {
 	require.NoError(t, err, "an export of every sub-filter a chain can hold imports")
 	assert.Equal(t, full, imported.Stats().SubFilters)
 	require.NoError(t, imported.Close())
+	var frozen bytes.Buffer
+	require.NoError(t, f.ExportFrozen(&frozen))
+	z, err := ReadFrozen(&frozen)
+	require.NoError(t, err, "a frozen export of every sub-filter a chain can hold reads back")
+	assert.True(t, z.Contains(key(next+1)))
 	require.NoError(t, f.Close())
 	require.NoError(t, Verify(f.Path()))
 }
