@@ -93,7 +93,8 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 	})
 	t.Run("a highest id below the first", func(t *testing.T) {
 		require.NotZero(t, sub.FirstID)
-		err := damage(t, func(b []byte) { binary.LittleEndian.PutUint64(b[talliesOffset(sub.Level)+8:], sub.FirstID-1) })
+		maxID := talliesOffset(sub.Level) + 8 // the tallies' second field
+		err := damage(t, func(b []byte) { binary.LittleEndian.PutUint64(b[maxID:], sub.FirstID-1) })
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Contains(t, err.Error(), fmt.Sprintf("sub-filter 1 (level 1, ids from %d): holds keys but its highest id %d is below its first id", sub.FirstID, sub.FirstID-1))
 	})
