@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -385,12 +386,21 @@ func readExportHeader(v *verifying) (exported, error) {
 			},
 			count: le.Uint64(s[32:]), maxID: le.Uint64(s[40:]), nonZero: le.Uint64(s[48:]),
 		}
-		if err := sub.Geometry.Validate(); err != nil || sub.Level >= scaling.MaxSubFilters || le.Uint64(s[56:])&^entryFlat != 0 {
-			return exported{}, fmt.Errorf("%w: export: sub-filter %d: level %d, %v", ErrCorrupt, i, sub.Level, err)
+		if err := subShapeError(sub.Level, sub.Geometry); err != nil || le.Uint64(s[56:])&^entryFlat != 0 {
+			return exported{}, fmt.Errorf("%w: export: sub-filter %d: %v", ErrCorrupt, i, cmp.Or(err, errors.New("unknown flags")))
 		}
 		e.subs = append(e.subs, sub)
 	}
 	return e, nil
+}
+
+// subShapeError says what is wrong with a sub-filter's level and geometry as
+// a stream gives them, if anything.
+func subShapeError(level int, g counting.Geometry) error {
+	if level >= scaling.MaxSubFilters {
+		return fmt.Errorf("level %d, past the %d a chain holds", level, scaling.MaxSubFilters)
+	}
+	return g.Validate()
 }
 
 // readRegion reads size bytes, growing its buffer only as data arrives, so a
@@ -842,7 +852,7 @@ func ReadFrozen(r io.Reader) (*Frozen, error) {
 			return nil, fmt.Errorf("%w: frozen filter: truncated: %v", ErrCorrupt, err)
 		}
 		shapes[i] = shape{int(level), counting.Geometry{Blocks: blocks, K: int(k &^ frozenFlat), Flat: k&frozenFlat != 0}}
-		if err := shapes[i].g.Validate(); err != nil || shapes[i].level >= scaling.MaxSubFilters {
+		if err := subShapeError(shapes[i].level, shapes[i].g); err != nil {
 			return nil, fmt.Errorf("%w: frozen filter: sub-filter %d: %v", ErrCorrupt, i, err)
 		}
 	}

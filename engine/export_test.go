@@ -217,15 +217,24 @@ func TestExportImportOfCountersLongerThanAChunk(t *testing.T) {
 	assert.Equal(t, counters, snap.Counters(0), "read into memory")
 }
 
-// A sub-filter's level past the last a chain has is refused with the
-// export's directory, before any counter is read.
+// A sub-filter's level past the last a chain has is refused, and said to
+// be, with the stream's directory, before any counter is read: in an
+// export and in a frozen export.
 func TestExportOfALevelPastTheChainIsRefused(t *testing.T) {
-	_, stream := exportedFilter(t)
+	f, stream := exportedFilter(t)
 	b := append([]byte(nil), stream...)
 	binary.LittleEndian.PutUint32(b[exportHeader:], MaxSubFilters)
 	_, err := ReadExport(bytes.NewReader(b))
 	require.ErrorIs(t, err, ErrCorrupt)
-	assert.ErrorContains(t, err, fmt.Sprintf("export: sub-filter 0: level %d", MaxSubFilters))
+	assert.ErrorContains(t, err, "export: sub-filter 0: level 64, past the 64 a chain holds")
+
+	var frozen bytes.Buffer
+	require.NoError(t, f.ExportFrozen(&frozen))
+	b = frozen.Bytes()
+	b[len(FrozenMagic)+1+8+1] = MaxSubFilters // the first sub-filter's level
+	_, err = ReadFrozen(bytes.NewReader(b))
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "frozen filter: sub-filter 0: level 64, past the 64 a chain holds")
 }
 
 func TestDamagedExports(t *testing.T) {
