@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -386,8 +385,11 @@ func readExportHeader(v *verifying) (exported, error) {
 			},
 			count: le.Uint64(s[32:]), maxID: le.Uint64(s[40:]), nonZero: le.Uint64(s[48:]),
 		}
-		if err := subShapeError(sub.Level, sub.Geometry); err != nil || le.Uint64(s[56:])&^entryFlat != 0 {
-			return exported{}, fmt.Errorf("%w: export: sub-filter %d: %v", ErrCorrupt, i, cmp.Or(err, errors.New("unknown flags")))
+		if err := subShapeError(sub.Level, sub.Geometry); err != nil {
+			return exported{}, fmt.Errorf("%w: export: sub-filter %d: %v", ErrCorrupt, i, err)
+		}
+		if le.Uint64(s[56:])&^entryFlat != 0 {
+			return exported{}, fmt.Errorf("%w: export: sub-filter %d: unknown flags", ErrCorrupt, i)
 		}
 		e.subs = append(e.subs, sub)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -42,6 +43,17 @@ func readFile(t testing.TB, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// scribble writes n stray bytes into the file at path at offset, as
+// another program would, past the engine.
+func scribble(t testing.TB, path string, offset int64, n int) {
+	t.Helper()
+	other, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, n), offset)
+	require.NoError(t, err)
+	require.NoError(t, other.Close())
 }
 
 // bootOf returns an Options whose boot id is fixed.

@@ -222,11 +222,7 @@ func TestNewSubFilterFillsTheRoomARetiredOneLeft(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.DropBefore(subs[1].FirstID)
 	require.NoError(t, err)
-	other, err := os.OpenFile(f.Path(), os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, int(spaceOf(subs[0]).size)), int64(gap))
-	require.NoError(t, err)
-	require.NoError(t, other.Close())
+	scribble(t, f.Path(), int64(gap), int(spaceOf(subs[0]).size))
 
 	next = fillChain(t, f, 3, next)
 	subs = f.chain.SubFilters()
@@ -259,13 +255,8 @@ func TestOpenAfterAKillGivesBackEveryGap(t *testing.T) {
 	size, err := w.file.Size()
 	require.NoError(t, err)
 	abandon(t, w)
-	other, err := os.OpenFile(path, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, int(retired.size)), int64(retired.offset))
-	require.NoError(t, err)
-	_, err = other.WriteAt(bytes.Repeat([]byte{0x5a}, PageSize), size)
-	require.NoError(t, err)
-	require.NoError(t, other.Close())
+	scribble(t, path, int64(retired.offset), int(retired.size))
+	scribble(t, path, size, PageSize)
 
 	g, err := Open(path, bootOf(1)) // the same boot: a process crash
 	require.NoError(t, err)
