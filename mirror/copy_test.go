@@ -3,6 +3,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -885,14 +886,75 @@ func TestCopyAfterTheGenerationCounterIsLost(t *testing.T) {
 	require.Equal(t, int64(1), raw.Del(ctx, keys{"regen"}.gens()).Val())
 
 	addKeys(t, f, &next, 500)
+	// Parts of the generation the new copy takes, left by a copy Redis
+	// lost the pending hash of, and longer than the new copy's parts:
+	// their first write replaces them, leaving nothing past its end.
+	k, partBytes := keys{"regen"}, smallParts.PartBytes
+	stale := map[string]int64{}
+	for _, sub := range f.Stats().SubFilters {
+		size := sub.Blocks * 64
+		for p := range parts(size, partBytes) {
+			key := k.part(first.Generation+1, sub.Level, p)
+			stale[key] = int64(min(partBytes, size-p*partBytes))
+			require.NoError(t, raw.Set(ctx, key, bytes.Repeat([]byte{0xff}, int(partBytes)+100), 0).Err())
+		}
+	}
 	require.NoError(t, push(ctx, f, r, "regen", smallParts))
 	second, err := Describe(ctx, r, "regen")
 	require.NoError(t, err)
-	assert.Greater(t, second.Generation, first.Generation)
+	require.Equal(t, first.Generation+1, second.Generation)
 	requireSame(t, ctx, r, "regen", f)
+	for key, length := range stale {
+		assert.Equal(t, length, raw.StrLen(ctx, key).Val(), "%s holds its part and nothing more", key)
+	}
 	c, err := NewChecker(ctx, r, "regen")
 	require.NoError(t, err)
 	present, err := c.ContainsBatch(ctx, keysTo(next), nil)
 	require.NoError(t, err)
 	assert.NotContains(t, present[1:], false) // key(0) was never added
+}
+
+// TestSwitchNeedsThePendingCopysSequence: a switch makes the pending copy
+// live only if it holds both the generation and the sequence the writer
+// switches at. A pending copy of the right generation at another sequence
+// is not the copy the writer caught up: the switch leaves Redis as it was
+// and says the copy was replaced. Made again after its answer was lost, a
+// switch finds the copy live and succeeds; at another sequence, it does
+// not.
+func TestSwitchNeedsThePendingCopysSequence(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	raw := redistest.Client(t, s)
+	ctx := context.Background()
+	st := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 21}).Stats()
+	k, who := keys{"switch"}, newOwner(claimTTL)
+	old := copyMeta{gen: 4, seq: 10, part: 4096, config: st.Config, subs: st.SubFilters}
+	oldParts := k.copyParts(old)
+	require.NotEmpty(t, oldParts)
+	for _, p := range oldParts {
+		require.NoError(t, raw.Set(ctx, p, "counters", 0).Err())
+	}
+	require.NoError(t, raw.HSet(ctx, k.meta(), metaFields(4, 10, 4096, st.Config, st.SubFilters)...).Err())
+	require.NoError(t, raw.HSet(ctx, k.pending(), metaFields(5, 12, 4096, st.Config, st.SubFilters)...).Err())
+	liveIs := func(gen, seq uint64) {
+		t.Helper()
+		live, err := readMeta(ctx, r, k)
+		require.NoError(t, err)
+		assert.Equal(t, [2]uint64{gen, seq}, [2]uint64{live.gen, live.seq}, "the live copy's generation and sequence")
+	}
+
+	err := switchCopy(ctx, r, k, who, old, 5, 11)
+	require.ErrorIs(t, err, errReplaced)
+	liveIs(4, 10)
+	assert.Equal(t, int64(1), raw.Exists(ctx, k.pending()).Val(), "the pending copy stays pending")
+	assert.Equal(t, int64(len(oldParts)), raw.Exists(ctx, oldParts...).Val(), "the live copy's parts stay")
+
+	require.NoError(t, switchCopy(ctx, r, k, who, old, 5, 12))
+	liveIs(5, 12)
+	assert.Zero(t, raw.Exists(ctx, k.pending()).Val(), "the pending hash became the meta hash")
+	assert.Zero(t, raw.Exists(ctx, oldParts...).Val(), "the old copy's parts are deleted")
+
+	require.NoError(t, switchCopy(ctx, r, k, who, old, 5, 12), "a switch made again")
+	require.ErrorIs(t, switchCopy(ctx, r, k, who, old, 5, 11), errReplaced, "a switch at another sequence")
+	liveIs(5, 12)
 }
