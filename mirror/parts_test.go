@@ -4,6 +4,7 @@ package mirror
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -211,4 +212,36 @@ func TestRestoreWaitsForAPartBeingFilled(t *testing.T) {
 	assert.NoFileExists(t, path)
 	_, err = Pull(ctx, plain, "short")
 	assert.ErrorIs(t, err, ErrBadAnswer)
+}
+
+// TestPartsThatEndWhereTheirSubFilterEnds: with parts of one block, every
+// sub-filter's counters end exactly where a part ends. A sub-filter opened
+// while the mirror is attached takes one part a block, each a block long,
+// and none past its end.
+func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
+	s := redistest.StartServer(t)
+	raw := redistest.Client(t, s)
+	r := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 300, ErrorRate: 0.01, Growth: 1, Seed: 32})
+	m, err := Attach(f, r, "exact", &Options{PartBytes: 64})
+	require.NoError(t, err)
+	defer m.Close()
+	next := uint64(0)
+	addKeys(t, f, &next, 301) // the last opens level 1
+	require.NoError(t, m.Flush(ctx))
+
+	subs := f.Stats().SubFilters
+	require.Len(t, subs, 2)
+	d, err := Describe(ctx, r, "exact")
+	require.NoError(t, err)
+	for _, sub := range subs {
+		names := keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, sub.Level))
+		assert.Len(t, names, int(sub.Blocks), "level %d: one part a block", sub.Level)
+		for _, name := range names {
+			assert.Equal(t, int64(64), raw.StrLen(ctx, name).Val(), name)
+		}
+	}
+	requireSame(t, ctx, r, "exact", f)
 }
