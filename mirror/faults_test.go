@@ -800,7 +800,7 @@ func TestShipRefusesABatchThatSkipsAChange(t *testing.T) {
 	subs := []engine.SubFilterStats{{Level: 0, Blocks: 1}}
 	m := &Mirror{r: dial(t, s.URL(), false), keys: keys{"gap"}, opts: (*Options)(nil).withDefaults(), owner: newOwner(claimTTL),
 		ctx: ctx, gen: 3, seq: 10, subs: subs}
-	m.mu.acked = sync.NewCond(&m.mu)
+	m.mu.acked = sync.NewCond(&m.mu) // as Attach makes it: a batch shipped wakes Flush
 	require.NoError(t, raw.HSet(ctx, m.keys.meta(), metaFields(3, 10, m.opts.PartBytes, engine.Config{}, subs)...).Err())
 	part := m.keys.part(3, 0, 0)
 	require.NoError(t, raw.Set(ctx, part, make([]byte, 64), 0).Err())

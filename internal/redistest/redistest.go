@@ -15,12 +15,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,13 +49,40 @@ func RequireRedisServer(t testing.TB) {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// busOffset is how far above its port a cluster node listens for the
+// other nodes.
+const busOffset = 10000
+
+// freePort is a loopback port nothing listens on. For a cluster node
+// (bus), the port busOffset above it is free too: a node whose bus port is
+// taken, or past 65535, exits at once.
+func freePort(bus bool) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		free := !bus || busFree(port)
+		l.Close()
+		if free {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("redistest: no free port whose cluster bus port is free too")
+}
+
+// busFree reports whether a cluster node on port could listen for its bus.
+func busFree(port int) bool {
+	if port+busOffset > 65535 {
+		return false
+	}
+	b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+busOffset))
+	if err != nil {
+		return false
+	}
+	b.Close()
+	return true
 }
 
 // StartServer starts a server with extra redis-server arguments.
@@ -77,14 +106,32 @@ func Launch(dir string, extra ...string) (*Server, error) {
 }
 
 func launch(dir string, extra []string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	bus := slices.Contains(extra, "--cluster-enabled")
+	var err error
+	// Another process may take the port between freePort and the server's
+	// start: a server that does not answer is started again on another
+	// port, in a directory of its own (a cluster node that failed may have
+	// written its configuration).
+	for attempt := range 3 {
+		var port int
+		if port, err = freePort(bus); err != nil {
+			return nil, err
+		}
+		at := dir
+		if attempt > 0 {
+			at = filepath.Join(dir, "retry"+strconv.Itoa(attempt))
+			if err := os.Mkdir(at, 0o700); err != nil {
+				return nil, err
+			}
+		}
+		s := &Server{port: port}
+		s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", at, "--protected-mode", "no"}, extra...)
+		if err = s.start(); err == nil {
+			return s, nil
+		}
 	}
-	s := &Server{port: port}
-	s.args = append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--protected-mode", "no"}, extra...)
-	return s, s.start()
+	return nil, err
 }
 
 func (s *Server) start() error {
@@ -114,7 +161,7 @@ func StartTLSServer(t testing.TB, extra ...string) *Server {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	selfSigned(t, certFile, keyFile)
-	port, err := freePort()
+	port, err := freePort(false)
 	require.NoError(t, err)
 	s := &Server{t: t, port: port, tls: &tls.Config{InsecureSkipVerify: true}}
 	s.args = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
