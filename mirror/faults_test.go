@@ -815,3 +815,30 @@ func TestShipRefusesABatchThatSkipsAChange(t *testing.T) {
 	assert.Equal(t, string(make([]byte, 64)), raw.Get(ctx, part).Val(), "Redis's counters")
 	assert.Equal(t, uint64(10), m.seq, "the sequence the mirror holds Redis at")
 }
+
+// TestCheckerGivesUpOnACopyThatKeepsChanging: a check whose copy changes
+// generation before every read reads again genRetries times, then says so,
+// rather than read for as long as its context lasts.
+func TestCheckerGivesUpOnACopyThatKeepsChanging(t *testing.T) {
+	s := redistest.StartServer(t)
+	raw := redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 33})
+	require.NoError(t, f.Add(key(1), 1))
+	plain := dial(t, s.URL(), false)
+	require.NoError(t, push(ctx, f, plain, "churn", nil))
+	reads := 0
+	r := callHook{plain, func(sc *Script, _ []string) {
+		if sc == readScript {
+			reads++
+			require.NoError(t, raw.HIncrBy(ctx, keys{"churn"}.meta(), "gen", 1).Err()) // a full copy just switched
+		}
+	}}
+	c, err := NewChecker(ctx, r, "churn")
+	require.NoError(t, err)
+	_, err = c.Contains(ctx, key(1))
+	require.ErrorIs(t, err, errGenChanged)
+	assert.NoError(t, ctx.Err(), "given up before the context ended")
+	assert.Equal(t, genRetries+1, reads)
+}

@@ -60,4 +60,9 @@ func TestOwnerToken(t *testing.T) {
 	assert.Equal(t, host+" pid "+strconv.Itoa(os.Getpid()), holderOf(a.token))
 	assert.True(t, strings.HasPrefix(a.token, holderOf(a.token)+" "))
 	assert.Equal(t, []any{a.token, int64(1000)}, a.args())
+	// A claim some other program wrote, with no nonce after a space, is
+	// shown whole.
+	for _, foreign := range []string{"foreign", " foreign"} {
+		assert.Equal(t, foreign, holderOf(foreign))
+	}
 }
