@@ -934,8 +934,8 @@ func TestSwitchNeedsThePendingCopysSequence(t *testing.T) {
 	for _, p := range oldParts {
 		require.NoError(t, raw.Set(ctx, p, "counters", 0).Err())
 	}
-	require.NoError(t, raw.HSet(ctx, k.meta(), metaFields(4, 10, 4096, st.Config, st.SubFilters)...).Err())
-	require.NoError(t, raw.HSet(ctx, k.pending(), metaFields(5, 12, 4096, st.Config, st.SubFilters)...).Err())
+	require.NoError(t, raw.HSet(ctx, k.meta(), metaFields(old.gen, old.seq, old.part, old.config, old.subs)...).Err())
+	require.NoError(t, raw.HSet(ctx, k.pending(), metaFields(5, 12, old.part, old.config, old.subs)...).Err())
 	liveIs := func(gen, seq uint64) {
 		t.Helper()
 		live, err := readMeta(ctx, r, k)
