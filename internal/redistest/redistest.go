@@ -2,7 +2,8 @@
 
 // Package redistest starts real Redis servers and clusters for tests: on
 // free loopback ports, without persistence (a restart is a Redis that lost
-// its data), stopped when the test ends. When redis-server is not on the
+// its data), stopped when the test ends, and on Linux and FreeBSD also when
+// the test binary is killed before its end. When redis-server is not on the
 // PATH, the test fails and says how to install it.
 package redistest
 
@@ -136,7 +137,7 @@ func launch(dir string, extra []string) (*Server, error) {
 
 func (s *Server) start() error {
 	s.cmd = exec.Command("redis-server", s.args...)
-	if err := s.cmd.Start(); err != nil {
+	if err := startTied(s.cmd); err != nil {
 		return err
 	}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), TLSConfig: s.tls})

@@ -3,8 +3,15 @@
 package redistest
 
 import (
+	"bufio"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,4 +31,53 @@ func TestBusFree(t *testing.T) {
 	port, err := freePort(true)
 	require.NoError(t, err)
 	assert.True(t, busFree(port), "freePort(true) gives a port whose bus port is free")
+}
+
+// childEnv marks the test binary that TestServerDiesWithItsTestBinary
+// starts and kills.
+const childEnv = "REDISTEST_CHILD"
+
+// TestServerDiesWithItsTestBinary: a test binary killed before its Cleanup
+// runs, as its -timeout does, leaves no redis-server answering on its port.
+func TestServerDiesWithItsTestBinary(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" {
+		t.Skip("no parent-death signal on " + runtime.GOOS)
+	}
+	if os.Getenv(childEnv) != "" {
+		s := StartServer(t)
+		fmt.Printf("server %s pid %d\n", s.Addr(), s.cmd.Process.Pid)
+		time.Sleep(time.Minute)
+		t.Fatal("the child was not killed")
+	}
+	RequireRedisServer(t)
+
+	child := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithItsTestBinary$", "-test.v")
+	child.Env = append(os.Environ(), childEnv+"=1")
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+
+	var addr string
+	var pid int
+	for sc := bufio.NewScanner(out); sc.Scan(); {
+		if n, _ := fmt.Sscanf(sc.Text(), "server %s pid %d", &addr, &pid); n == 2 {
+			break
+		}
+	}
+	require.NotZero(t, pid, "the child says where its server listens")
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // should the test fail
+
+	answers := func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	require.True(t, answers(), "the server answers while its test binary lives")
+	require.NoError(t, child.Process.Kill())
+	_ = child.Wait()
+	require.Eventually(t, func() bool { return !answers() }, 5*time.Second, 20*time.Millisecond,
+		"the server on %s outlived the test binary that started it", addr)
 }
