@@ -748,31 +748,49 @@ func TestRestoreTakesAChunkOfMemory(t *testing.T) {
 	requireSame(t, ctx, r, "fetched", g)
 }
 
-// TestRestoreWhileACopyReplacesIt: a full copy that becomes live while a
-// restore reads the one before makes the restore start again, and the file
-// it makes is the new copy, never a mix of the two.
-func TestRestoreWhileACopyReplacesIt(t *testing.T) {
-	s := redistest.StartServer(t)
-	base := dial(t, s.URL(), false)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// Several reads: a read asks for at most readRanges parts.
-	f := newFilter(t, engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 18})
-	require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges))
-	next := uint64(1)
-	addKeys(t, f, &next, 5_000)
-	require.NoError(t, push(ctx, f, base, "moving", smallParts))
-	reads := atomic.Int32{}
-	r := readsThen{base, &reads, 2, func() {
-		addKeys(t, f, &next, 5_000)
-		assert.NoError(t, push(ctx, f, base, "moving", smallParts))
-	}}
-	g, err := Restore(ctx, r, "moving", filepath.Join(t.TempDir(), "moving.tb"), nil)
-	require.NoError(t, err)
-	defer g.Close()
-	assert.Greater(t, reads.Load(), int32(2))
-	requireSame(t, ctx, base, "moving", g)
-	requireSame(t, ctx, base, "moving", f)
+// TestReadersWhileACopyReplacesIt: a Restore or a Pull whose copy another
+// full copy replaces between two of its reads starts again, and takes the
+// new copy whole rather than failing or mixing the two.
+func TestReadersWhileACopyReplacesIt(t *testing.T) {
+	for i, reader := range []struct {
+		name string
+		read func(context.Context, Redis) (*engine.Snapshot, error)
+	}{
+		{"restore", func(ctx context.Context, r Redis) (*engine.Snapshot, error) {
+			g, err := Restore(ctx, r, "moving", filepath.Join(t.TempDir(), "moving.tb"), nil)
+			if err != nil {
+				return nil, err
+			}
+			defer g.Close()
+			return g.Snapshot()
+		}},
+		{"pull", func(ctx context.Context, r Redis) (*engine.Snapshot, error) { return Pull(ctx, r, "moving") }},
+	} {
+		t.Run(reader.name, func(t *testing.T) {
+			s := redistest.StartServer(t)
+			base := dial(t, s.URL(), false)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// Several reads: a read asks for at most readRanges parts.
+			f := newFilter(t, engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 18 + uint64(i)})
+			require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges))
+			next := uint64(1)
+			addKeys(t, f, &next, 5_000)
+			require.NoError(t, push(ctx, f, base, "moving", smallParts))
+			reads := atomic.Int32{}
+			r := readsThen{base, &reads, 2, func() {
+				addKeys(t, f, &next, 5_000)
+				assert.NoError(t, push(ctx, f, base, "moving", smallParts))
+			}}
+			remote, err := reader.read(ctx, r)
+			require.NoError(t, err)
+			assert.Greater(t, reads.Load(), int32(2))
+			local, err := f.Snapshot()
+			require.NoError(t, err)
+			requireSameSnapshot(t, local, remote)
+			requireSame(t, ctx, base, "moving", f)
+		})
+	}
 }
 
 // readsThen is a client that calls then once, before read number at of a

@@ -816,29 +816,60 @@ func TestShipRefusesABatchThatSkipsAChange(t *testing.T) {
 	assert.Equal(t, uint64(10), m.seq, "the sequence the mirror holds Redis at")
 }
 
-// TestCheckerGivesUpOnACopyThatKeepsChanging: a check whose copy changes
-// generation before every read reads again genRetries times, then says so,
-// rather than read for as long as its context lasts.
-func TestCheckerGivesUpOnACopyThatKeepsChanging(t *testing.T) {
+// TestReadersGiveUpOnACopyThatKeepsChanging: a check, a Pull or a Restore
+// whose copy changes generation before every read reads again genRetries
+// times, then says so, rather than read for as long as its context lasts.
+// The Restore leaves no file.
+func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 	s := redistest.StartServer(t)
 	raw := redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 33})
 	require.NoError(t, f.Add(key(1), 1))
 	plain := dial(t, s.URL(), false)
 	require.NoError(t, push(ctx, f, plain, "churn", nil))
-	reads := 0
-	r := callHook{plain, func(sc *Script, _ []string) {
-		if sc == readScript {
-			reads++
-			require.NoError(t, raw.HIncrBy(ctx, keys{"churn"}.meta(), "gen", 1).Err()) // a full copy just switched
-		}
-	}}
-	c, err := NewChecker(ctx, r, "churn")
-	require.NoError(t, err)
-	_, err = c.Contains(ctx, key(1))
-	require.ErrorIs(t, err, errGenChanged)
-	assert.NoError(t, ctx.Err(), "given up before the context ended")
-	assert.Equal(t, genRetries+1, reads)
+	path := filepath.Join(t.TempDir(), "churn.tb")
+	for _, reader := range []struct {
+		name string
+		read func(context.Context, Redis) error
+	}{
+		{"check", func(ctx context.Context, r Redis) error {
+			c, err := NewChecker(ctx, r, "churn")
+			if err != nil {
+				return err
+			}
+			_, err = c.Contains(ctx, key(1))
+			return err
+		}},
+		{"pull", func(ctx context.Context, r Redis) error {
+			_, err := Pull(ctx, r, "churn")
+			return err
+		}},
+		{"restore", func(ctx context.Context, r Redis) error {
+			g, err := Restore(ctx, r, "churn", path, nil)
+			if err == nil {
+				g.Close()
+			}
+			return err
+		}},
+	} {
+		t.Run(reader.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			reads := 0
+			r := callHook{plain, func(sc *Script, _ []string) {
+				if sc == readScript {
+					reads++
+					// A full copy just switched. (assert: a Restore reads
+					// from a goroutine of its own.)
+					assert.NoError(t, raw.HIncrBy(ctx, keys{"churn"}.meta(), "gen", 1).Err())
+				}
+			}}
+			require.ErrorIs(t, reader.read(ctx, r), errGenChanged)
+			assert.NoError(t, ctx.Err(), "given up before the context ended")
+			assert.Equal(t, genRetries+1, reads)
+			assert.NoFileExists(t, path)
+		})
+	}
 }

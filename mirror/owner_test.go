@@ -204,7 +204,11 @@ func testPusherHoldsTheNameBetweenPushes(t *testing.T, r Redis, raw redis.Univer
 	_, err = p.Push(ctx, mine)
 	require.NoError(t, err)
 
-	time.Sleep(time.Second) // several times the claim's time, between pushes
+	// Between pushes, for several times the claim's time, the name stays
+	// claimed: the pusher renews it well before it expires.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
+		require.EqualValues(t, 1, raw.Exists(ctx, keys{name}.owner()).Val(), "the claim lapsed between pushes")
+	}
 	_, err = Push(ctx, other, r, name, smallParts)
 	assert.ErrorIs(t, err, ErrNameTaken)
 	seq, err := p.Push(ctx, mine)

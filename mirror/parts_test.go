@@ -245,3 +245,28 @@ func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 	}
 	requireSame(t, ctx, r, "exact", f)
 }
+
+// TestPartsThatDoNotDivideARead: parts of 64 000 bytes, a multiple of 64
+// that does not divide the 8 MiB a read asks for at most, so that reads of
+// a sub-filter larger than that begin in the middle of a part and end in
+// the middle of another. Pulled and restored, the copy is whole.
+func TestPartsThatDoNotDivideARead(t *testing.T) {
+	s := redistest.StartServer(t)
+	r := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 2_000_000, ErrorRate: 0.01, Seed: 34})
+	counters := f.Stats().SubFilters[0].Blocks * 64
+	const part = 64_000
+	require.Greater(t, counters, uint64(chunkBytes), "reads of more than one chunk")
+	require.NotZero(t, chunkBytes%part, "a read that ends inside a part")
+	next := uint64(0)
+	addKeys(t, f, &next, 20_000)
+	require.NoError(t, push(ctx, f, r, "uneven", &Options{PartBytes: part}))
+
+	requireSame(t, ctx, r, "uneven", f)
+	g, err := Restore(ctx, r, "uneven", filepath.Join(t.TempDir(), "uneven.tb"), nil)
+	require.NoError(t, err)
+	defer g.Close()
+	requireSameFilters(t, f, g)
+}
