@@ -45,6 +45,33 @@ func (t timed) Eval(ctx context.Context, s *Script, readOnly bool, keys []string
 type goRedis struct{ c redis.UniversalClient }
 
 func (g goRedis) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if ctx.Done() == nil {
+		return g.eval(ctx, s, readOnly, keys, args)
+	}
+	// go-redis ends a call at its context's deadline, but not when the
+	// context is cancelled before: it reads on until Redis answers or its
+	// read timeout passes. The call returns at once instead; the answer,
+	// should it come, is dropped, as one a connection loses is, which
+	// every script of the mirror is safe against.
+	answered := make(chan evalAnswer, 1)
+	go func() {
+		answer, err := g.eval(ctx, s, readOnly, keys, args)
+		answered <- evalAnswer{answer, err}
+	}()
+	select {
+	case a := <-answered:
+		return a.answer, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mirror: a call to Redis: %w", ctx.Err())
+	}
+}
+
+type evalAnswer struct {
+	answer any
+	err    error
+}
+
+func (g goRedis) eval(ctx context.Context, s *Script, readOnly bool, keys []string, args []any) (any, error) {
 	run := s.s.Run
 	if readOnly {
 		run = s.s.RunRO
@@ -72,7 +99,9 @@ func contextError(ctx context.Context) error {
 func (g goRedis) Close() error { return g.c.Close() }
 
 // Dial connects to one Redis server: redis://[user:password@]host:port[/db],
-// or rediss:// for TLS. Errors name the host, never the credentials.
+// or rediss:// for TLS. Errors name the host, never the credentials. A call
+// returns when its context ends, by deadline or cancellation, whether or
+// not Redis has answered.
 func Dial(rawURL string) (Redis, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
@@ -87,7 +116,8 @@ func Dial(rawURL string) (Redis, error) {
 }
 
 // DialCluster connects to a Redis Cluster: redis://[user:password@]host:port
-// with more nodes as ?addr=host:port parameters, or rediss:// for TLS.
+// with more nodes as ?addr=host:port parameters, or rediss:// for TLS. Its
+// calls end with their contexts, as Dial's do.
 func DialCluster(rawURL string) (Redis, error) {
 	opts, err := redis.ParseClusterURL(rawURL)
 	if err != nil {

@@ -229,6 +229,19 @@ func TestContextBoundsACall(t *testing.T) {
 			_, err = checker.Contains(short, key(1))
 			assert.False(t, goneOn.Load(), "the call returned while Redis was stopped")
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+			// Cancelled before its deadline, or with none: go-redis reads on,
+			// the call returns.
+			for _, deadline := range []bool{true, false} {
+				cancelled, cancel := context.WithCancel(ctx)
+				if deadline {
+					cancelled, cancel = context.WithTimeout(ctx, time.Minute)
+				}
+				time.AfterFunc(200*time.Millisecond, cancel)
+				_, err = checker.Contains(cancelled, key(1))
+				assert.False(t, goneOn.Load(), "the call returned while Redis was stopped (deadline %v)", deadline)
+				assert.ErrorIs(t, err, context.Canceled)
+			}
 		})
 	}
 }
