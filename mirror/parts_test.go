@@ -217,7 +217,7 @@ func TestRestoreWaitsForAPartBeingFilled(t *testing.T) {
 // TestPartsThatEndWhereTheirSubFilterEnds: with parts of one block, every
 // sub-filter's counters end exactly where a part ends. A sub-filter opened
 // while the mirror is attached takes one part a block, each a block long,
-// and none past its end.
+// and none past its end; one retired leaves none behind.
 func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 	s := redistest.StartServer(t)
 	raw := redistest.Client(t, s)
@@ -243,6 +243,13 @@ func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 			assert.Equal(t, int64(64), raw.StrLen(ctx, name).Val(), name)
 		}
 	}
+	requireSame(t, ctx, r, "exact", f)
+
+	// Retired, a sub-filter's parts go, every one of them.
+	dropOldest(t, f)
+	require.NoError(t, m.Flush(ctx))
+	assert.Empty(t, keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, subs[0].Level)), "parts of the retired sub-filter")
+	assert.Len(t, keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, subs[1].Level)), int(subs[1].Blocks))
 	requireSame(t, ctx, r, "exact", f)
 }
 
