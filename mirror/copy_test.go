@@ -976,3 +976,55 @@ func TestSwitchNeedsThePendingCopysSequence(t *testing.T) {
 	require.ErrorIs(t, switchCopy(ctx, r, k, who, old, 5, 11), errReplaced, "a switch at another sequence")
 	liveIs(5, 12)
 }
+
+// TestLongerBatchAfterALostAnswer: a batch's answer is lost, and changes
+// made meanwhile join it when it is shipped again. Redis, which applied the
+// first, answers with its sequence, and the mirror ships only the rest,
+// without a full copy.
+func TestLongerBatchAfterALostAnswer(t *testing.T) {
+	s := redistest.StartServer(t)
+	base := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f, next := filledFilter(t, 20_000, 35, 1_000)
+	lossy := &losesAnswers{Redis: base, lost: map[*Script]bool{}}
+	m, err := Attach(f, afterLoss{lossy, &sync.Once{}, func() { addKeys(t, f, &next, 10) }}, "longer", smallParts)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Flush(ctx))
+	before := m.Stats()
+	lossy.mu.Lock()
+	lossy.lost[shipScript] = false // from the next batch on
+	lossy.mu.Unlock()
+
+	addKeys(t, f, &next, 5)
+	require.NoError(t, m.Flush(ctx))
+	require.NoError(t, m.Flush(ctx)) // and the changes made as the answer was lost
+	require.True(t, lossy.lost[shipScript], "a ship's answer was lost")
+	after := m.Stats()
+	assert.Equal(t, before.Recopies, after.Recopies, "no full copy")
+	assert.Equal(t, before.Resends+1, after.Resends, "the longer batch found its first part applied")
+	assert.Equal(t, f.Stats().MemSeq, after.Acked)
+	requireSame(t, ctx, base, "longer", f)
+}
+
+// afterLoss is a client that calls then once, after the losesAnswers
+// client lost a ship's answer, before the shipper hears of it.
+type afterLoss struct {
+	*losesAnswers
+	once *sync.Once
+	then func()
+}
+
+func (a afterLoss) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	answer, err := a.losesAnswers.Eval(ctx, s, readOnly, keys, args...)
+	if s == shipScript && err != nil {
+		a.losesAnswers.mu.Lock()
+		lost := a.losesAnswers.lost[s]
+		a.losesAnswers.mu.Unlock()
+		if lost {
+			a.once.Do(a.then)
+		}
+	}
+	return answer, err
+}
