@@ -1028,3 +1028,41 @@ func (a afterLoss) Eval(ctx context.Context, s *Script, readOnly bool, keys []st
 	}
 	return answer, err
 }
+
+// TestPushMakesAFailedCallAgain: Push makes a call that failed in a way
+// another try may mend again, callRetries times, then gives up with the
+// failure.
+func TestPushMakesAFailedCallAgain(t *testing.T) {
+	s := redistest.StartServer(t)
+	base := dial(t, s.URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f, _ := filledFilter(t, 1000, 36, 100)
+	opts := &Options{Backoff: time.Millisecond}
+	for _, failures := range []int32{callRetries, callRetries + 1} {
+		r := failsFirstWrites{base, &atomic.Int32{}, failures}
+		_, err := Push(ctx, f, r, "again", opts)
+		if failures <= callRetries {
+			require.NoError(t, err, "%d failed calls", failures)
+			requireSame(t, ctx, base, "again", f)
+		} else {
+			require.ErrorContains(t, err, "connection reset", "%d failed calls", failures)
+		}
+		assert.Equal(t, int32(callRetries+1), r.n.Load(), "calls with %d failing", failures)
+	}
+}
+
+// failsFirstWrites is a client whose first writes of a copy's parts fail,
+// as calls over a connection that drops.
+type failsFirstWrites struct {
+	Redis
+	n     *atomic.Int32
+	fails int32
+}
+
+func (f failsFirstWrites) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == writeScript && f.n.Add(1) <= f.fails {
+		return nil, errors.New("connection reset")
+	}
+	return f.Redis.Eval(ctx, s, readOnly, keys, args...)
+}
