@@ -256,7 +256,8 @@ func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 // TestPartsThatDoNotDivideARead: parts of 64 000 bytes, a multiple of 64
 // that does not divide the 8 MiB a read asks for at most, so that reads of
 // a sub-filter larger than that begin in the middle of a part and end in
-// the middle of another. Pulled and restored, the copy is whole.
+// the middle of another. Pulled and restored, the copy is whole. So is a
+// copy written in pieces of a chunk into one part longer than a chunk.
 func TestPartsThatDoNotDivideARead(t *testing.T) {
 	s := redistest.StartServer(t)
 	r := dial(t, s.URL(), false)
@@ -276,4 +277,15 @@ func TestPartsThatDoNotDivideARead(t *testing.T) {
 	require.NoError(t, err)
 	defer g.Close()
 	requireSameFilters(t, f, g)
+
+	// With the default parts, the one part is written in pieces of a
+	// chunk, the last shorter.
+	require.Less(t, counters, uint64(32<<20), "one part")
+	require.NotZero(t, counters%chunkBytes, "a last piece shorter than a chunk")
+	require.NoError(t, push(ctx, f, r, "one-part", nil))
+	requireSame(t, ctx, r, "one-part", f)
+	d, err := Describe(ctx, r, "one-part")
+	require.NoError(t, err)
+	onePart := fmt.Sprintf("{one-part}:g%d:l0:p0", d.Generation)
+	assert.Equal(t, int64(counters), redistest.Client(t, s).StrLen(ctx, onePart).Val(), "the part's length")
 }
