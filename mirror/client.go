@@ -48,9 +48,9 @@ func (g goRedis) Eval(ctx context.Context, s *Script, readOnly bool, keys []stri
 	if _, ok := ctx.Deadline(); ok || ctx.Done() == nil {
 		return g.eval(ctx, s, readOnly, keys, args)
 	}
-	// go-redis ends a call at its context's deadline, but a context with
-	// none that is cancelled it does not heed: it reads on until Redis
-	// answers or its read timeout passes. Such a call returns at once
+	// go-redis ends a call at its context's deadline, but does not heed
+	// the cancellation of a context with no deadline: it reads on until
+	// Redis answers or its read timeout passes. Such a call returns at once
 	// instead; the answer, should it come, is dropped, as one a connection
 	// loses is, which every script of the mirror is safe against. Handing
 	// the call to a goroutine costs about a fifth of a one-key check's
