@@ -573,15 +573,17 @@ func TestCloseStopsACopy(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotMirrored, "the copy never became live")
 }
 
-// flakyWrites is a client that fails every fifth write of a copy's parts,
-// as a connection lost with its answer would.
-type flakyWrites struct {
+// failingWrites is a client that fails the writes of a copy's parts that
+// fail picks by their number, counting from 1, as a connection lost with
+// its answer would.
+type failingWrites struct {
 	Redis
-	n *atomic.Int32
+	n    *atomic.Int32
+	fail func(n int32) bool
 }
 
-func (f flakyWrites) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
-	if s == writeScript && f.n.Add(1)%5 == 0 {
+func (f failingWrites) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	if s == writeScript && f.fail(f.n.Add(1)) {
 		return nil, errors.New("connection reset")
 	}
 	return f.Redis.Eval(ctx, s, readOnly, keys, args...)
@@ -594,7 +596,7 @@ func TestCopyOutlivesLostWrites(t *testing.T) {
 	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r := &countingStarts{Redis: flakyWrites{dial(t, s.URL(), false), &atomic.Int32{}}}
+	r := &countingStarts{Redis: failingWrites{dial(t, s.URL(), false), &atomic.Int32{}, func(n int32) bool { return n%5 == 0 }}}
 	f, _ := filledFilter(t, 20_000, 14, 5_000)
 	require.Greater(t, parts(f.Stats().SubFilters[0].Bytes, smallParts.PartBytes), uint64(10))
 	m, err := Attach(f, r, "flaky", smallParts)
@@ -811,22 +813,31 @@ func (c readsThen) Eval(ctx context.Context, s *Script, readOnly bool, keys []st
 
 // losesAnswers is a client that makes the first call of each of its
 // scripts, then loses the answer, as a connection that drops after Redis
-// ran the script.
+// ran the script. then, if not nil, runs after each loss, before the
+// caller hears of it.
 type losesAnswers struct {
 	Redis
 	mu   sync.Mutex
 	lost map[*Script]bool
+	then func()
 }
 
 func (l *losesAnswers) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
 	answer, err := l.Redis.Eval(ctx, s, readOnly, keys, args...)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if lose, ok := l.lost[s]; ok && !lose && err == nil {
+	lose, ok := l.lost[s]
+	lose = ok && !lose && err == nil
+	if lose {
 		l.lost[s] = true
-		return nil, errors.New("connection reset after the call")
 	}
-	return answer, err
+	l.mu.Unlock()
+	if !lose {
+		return answer, err
+	}
+	if l.then != nil {
+		l.then()
+	}
+	return nil, errors.New("connection reset after the call")
 }
 
 // TestCopyOutlivesLostAnswers: a full copy whose write, replay and switch
@@ -987,8 +998,8 @@ func TestLongerBatchAfterALostAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	f, next := filledFilter(t, 20_000, 35, 1_000)
-	lossy := &losesAnswers{Redis: base, lost: map[*Script]bool{}}
-	m, err := Attach(f, afterLoss{lossy, &sync.Once{}, func() { addKeys(t, f, &next, 10) }}, "longer", smallParts)
+	lossy := &losesAnswers{Redis: base, lost: map[*Script]bool{}, then: func() { addKeys(t, f, &next, 10) }}
+	m, err := Attach(f, lossy, "longer", smallParts)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Flush(ctx))
@@ -1008,27 +1019,6 @@ func TestLongerBatchAfterALostAnswer(t *testing.T) {
 	requireSame(t, ctx, base, "longer", f)
 }
 
-// afterLoss is a client that calls then once, after the losesAnswers
-// client lost a ship's answer, before the shipper hears of it.
-type afterLoss struct {
-	*losesAnswers
-	once *sync.Once
-	then func()
-}
-
-func (a afterLoss) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
-	answer, err := a.losesAnswers.Eval(ctx, s, readOnly, keys, args...)
-	if s == shipScript && err != nil {
-		a.losesAnswers.mu.Lock()
-		lost := a.losesAnswers.lost[s]
-		a.losesAnswers.mu.Unlock()
-		if lost {
-			a.once.Do(a.then)
-		}
-	}
-	return answer, err
-}
-
 // TestPushMakesAFailedCallAgain: Push makes a call that failed in a way
 // another try may mend again, callRetries times, then gives up with the
 // failure.
@@ -1040,7 +1030,7 @@ func TestPushMakesAFailedCallAgain(t *testing.T) {
 	f, _ := filledFilter(t, 1000, 36, 100)
 	opts := &Options{Backoff: time.Millisecond}
 	for _, failures := range []int32{callRetries, callRetries + 1} {
-		r := failsFirstWrites{base, &atomic.Int32{}, failures}
+		r := failingWrites{base, &atomic.Int32{}, func(n int32) bool { return n <= failures }}
 		_, err := Push(ctx, f, r, "again", opts)
 		if failures <= callRetries {
 			require.NoError(t, err, "%d failed calls", failures)
@@ -1050,19 +1040,4 @@ func TestPushMakesAFailedCallAgain(t *testing.T) {
 		}
 		assert.Equal(t, int32(callRetries+1), r.n.Load(), "calls with %d failing", failures)
 	}
-}
-
-// failsFirstWrites is a client whose first writes of a copy's parts fail,
-// as calls over a connection that drops.
-type failsFirstWrites struct {
-	Redis
-	n     *atomic.Int32
-	fails int32
-}
-
-func (f failsFirstWrites) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
-	if s == writeScript && f.n.Add(1) <= f.fails {
-		return nil, errors.New("connection reset")
-	}
-	return f.Redis.Eval(ctx, s, readOnly, keys, args...)
 }

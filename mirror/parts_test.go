@@ -236,8 +236,11 @@ func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 	require.Len(t, subs, 2)
 	d, err := Describe(ctx, r, "exact")
 	require.NoError(t, err)
+	partsOf := func(level int) []string {
+		return keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, level))
+	}
 	for _, sub := range subs {
-		names := keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, sub.Level))
+		names := partsOf(sub.Level)
 		assert.Len(t, names, int(sub.Blocks), "level %d: one part a block", sub.Level)
 		for _, name := range names {
 			assert.Equal(t, int64(64), raw.StrLen(ctx, name).Val(), name)
@@ -248,8 +251,8 @@ func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 	// Retired, a sub-filter's parts go, every one of them.
 	dropOldest(t, f)
 	require.NoError(t, m.Flush(ctx))
-	assert.Empty(t, keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, subs[0].Level)), "parts of the retired sub-filter")
-	assert.Len(t, keysLike(t, raw, fmt.Sprintf("{exact}:g%d:l%d:p*", d.Generation, subs[1].Level)), int(subs[1].Blocks))
+	assert.Empty(t, partsOf(subs[0].Level), "parts of the retired sub-filter")
+	assert.Len(t, partsOf(subs[1].Level), int(subs[1].Blocks))
 	requireSame(t, ctx, r, "exact", f)
 }
 
@@ -286,6 +289,6 @@ func TestPartsThatDoNotDivideARead(t *testing.T) {
 	requireSame(t, ctx, r, "one-part", f)
 	d, err := Describe(ctx, r, "one-part")
 	require.NoError(t, err)
-	onePart := fmt.Sprintf("{one-part}:g%d:l0:p0", d.Generation)
+	onePart := keys{"one-part"}.part(d.Generation, 0, 0)
 	assert.Equal(t, int64(counters), redistest.Client(t, s).StrLen(ctx, onePart).Val(), "the part's length")
 }
