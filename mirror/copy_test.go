@@ -1041,3 +1041,31 @@ func TestPushMakesAFailedCallAgain(t *testing.T) {
 		assert.Equal(t, int32(callRetries+1), r.n.Load(), "calls with %d failing", failures)
 	}
 }
+
+// Both sources a full copy is written from hand out whole blocks of a
+// sub-filter and refuse a read that runs past its end, rather than fill
+// part of it.
+func TestCopySourcesRefuseReadsPastTheEnd(t *testing.T) {
+	f, _ := filledFilter(t, 2000, 3, 500)
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	want := snap.Counters(0)
+	size := uint64(len(want))
+	require.Positive(t, size)
+	for name, src := range map[string]copySource{
+		"snapshot": snapshotSource(snap),
+		"live":     liveSource(f, f.Stats()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			whole := make([]byte, size)
+			require.NoError(t, src.read(0, 0, whole))
+			assert.Equal(t, want, whole)
+			last := make([]byte, 64)
+			require.NoError(t, src.read(0, size-64, last))
+			assert.Equal(t, want[size-64:], last)
+
+			assert.ErrorIs(t, src.read(0, size-64, make([]byte, 128)), engine.ErrInvalidInput, "a read that runs past the end")
+			assert.ErrorIs(t, src.read(0, size+64, make([]byte, 64)), engine.ErrInvalidInput, "a read that begins past the end")
+		})
+	}
+}

@@ -858,11 +858,18 @@ type copySource struct {
 	wrote func(n uint64)
 }
 
-// snapshotSource copies from a snapshot, exact at its sequence.
+// snapshotSource copies from a snapshot, exact at its sequence. A read
+// that runs past the sub-filter's end is refused, as the filter's own
+// CopyCounters refuses it, rather than filled short.
 func snapshotSource(snap *engine.Snapshot) copySource {
 	return copySource{config: snap.Config(), seq: snap.MemSeq(), subs: snap.SubFilters(),
 		read: func(i int, offset uint64, dst []byte) error {
-			copy(dst, snap.Counters(i)[offset:])
+			counters := snap.Counters(i)
+			if offset > uint64(len(counters)) || uint64(len(dst)) > uint64(len(counters))-offset {
+				return fmt.Errorf("%w: %d bytes at %d of a snapshot's sub-filter %d, which has %d",
+					engine.ErrInvalidInput, len(dst), offset, i, len(counters))
+			}
+			copy(dst, counters[offset:])
 			return nil
 		}}
 }
