@@ -924,9 +924,13 @@ func TestDemo(t *testing.T) {
 		"present\thttps://WIN-PRIZE-3.example/claim?now=1\twin-prize-3.example",
 		"present\thttp://PAGES.example.net\\u5\\x\\..\\%66ree-gift\tpages.example.net/u5/free-gift",
 		"absent\thttps://docs.example.org/getting-started",
+		// Every third report of day 3 is a win-prize URL, and removed.
+		"removed 13333 reports of day 3; the first of them, win-prize-80001.example, present: false\n",
+		"retire the oldest day (drop-before 1767312000)", // 2026-01-02T00:00:00Z
 		"dropped 1 sub-filter:",
 		"win-prize-0.example (reported on day 1) present: false",
 		"nothing is rebuilt",
+		"keys ready; a reported URL present: true\n",
 		"state       clean",
 	} {
 		assert.Contains(t, out+errOut, want)

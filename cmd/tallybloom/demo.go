@@ -124,7 +124,7 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 	}
 
 	step("remove false reports, with the ids they were added with (remove --with-ids)")
-	removed := 0
+	removed, first := 0, ""
 	rng = rand.New(rand.NewPCG(7, 7))
 	for i := range 3 * reportsPerDay {
 		key, _ := urlkey.Canonical(spamURL(rng, i))
@@ -132,11 +132,14 @@ func demo(out, errOut io.Writer, path string, seed uint64) error {
 			if err := f.RemoveString(key, uint64(weekStart+i*day/reportsPerDay)); err != nil {
 				return err
 			}
+			if removed == 0 {
+				first = key
+			}
 			removed++
 		}
 	}
-	fmt.Fprintf(out, "removed %d reports of day 3; win-prize-%d.example present: %v\n",
-		removed, 2*reportsPerDay+3, f.ContainsString(fmt.Sprintf("win-prize-%d.example", 2*reportsPerDay+3)))
+	fmt.Fprintf(out, "removed %d reports of day 3; the first of them, %s, present: %v\n",
+		removed, first, f.ContainsString(first))
 
 	step("retire the oldest day (drop-before %d)", weekStart+day)
 	before := f.Stats()
