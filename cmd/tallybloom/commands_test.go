@@ -328,6 +328,16 @@ func TestParseAge(t *testing.T) {
 	}
 }
 
+// Sizes are given in the largest unit they fill, from a whole KiB on.
+func TestBytesText(t *testing.T) {
+	for n, want := range map[uint64]string{
+		1023: "1023 B", 1 << 10: "1.0 KiB", 1<<20 - 1: "1024.0 KiB", 1 << 20: "1.0 MiB",
+		3 << 30: "3.0 GiB", 5 << 40: "5.0 TiB",
+	} {
+		assert.Equal(t, want, bytesText(n), "%d", n)
+	}
+}
+
 // Ids that are not Unix seconds would make --older-than retire the wrong
 // sub-filters: all but the newest for sequence numbers, none for
 // milliseconds. Both are refused, and nothing is retired.

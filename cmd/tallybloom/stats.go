@@ -279,8 +279,11 @@ func idTime(id uint64) string {
 	return time.Unix(int64(id), 0).UTC().Format("2006-01-02 15:04")
 }
 
+// bytesText is n bytes in the largest binary unit they fill, to a tenth.
 func bytesText(n uint64) string {
 	switch {
+	case n >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(n)/(1<<40))
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:
