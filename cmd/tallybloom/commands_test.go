@@ -89,9 +89,11 @@ func TestCreate(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &stats))
 	assert.Len(t, stats.SubFilters, 3, "the sub-filters it said")
 
-	dry, _, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--holding", "900")
+	// A sub-filter holding exactly the keys it is built for is full, not
+	// overfilled.
+	dry, _, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--holding", "1000")
 	require.Equal(t, 0, code)
-	assert.Regexp(t, `\nholding 900 keys it takes the same [0-9.]+ KiB, in its first sub-filter\n`, dry)
+	assert.Regexp(t, `\nholding 1000 keys it takes the same [0-9.]+ KiB, in its first sub-filter\n`, dry)
 	dry, _, code = tallybloom(t, "create", "--dry-run", planned, "--capacity", "1000", "--error-rate", "0.01", "--fixed", "--holding", "5000")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `\nholding 5000 keys it takes the same [0-9.]+ KiB, overfilled: its one sub-filter is built for 1000 keys, and its false-positive rate rises above 0.01\n`, dry)
@@ -261,10 +263,13 @@ func TestDedupe(t *testing.T) {
 func TestDropBeforeOlderThan(t *testing.T) {
 	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
 	now := time.Now().Unix()
+	// Ids on a minute's first second, so that the last id a sub-filter
+	// owns, one before the next one's first, is in the minute before.
+	base := now - now%60
 	day := int64(24 * 60 * 60)
 	lines := ""
 	for i, age := range []int64{90, 89, 40, 39, 1} {
-		lines += fmt.Sprintf("%d\t%c\n", now-age*day, 'a'+i)
+		lines += fmt.Sprintf("%d\t%c\n", base-age*day, 'a'+i)
 	}
 	_, errOut, code := tallybloomIn(t, lines, "add", "--with-ids", path)
 	require.Equal(t, 0, code, errOut)
@@ -274,8 +279,9 @@ func TestDropBeforeOlderThan(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "added (UTC)")
 	minute := func(id int64) string { return time.Unix(id, 0).UTC().Format("2006-01-02 15:04") }
-	assert.Regexp(t, fmt.Sprintf(`\n0 +0\.\.%d +\.\.%s +2 `, now-40*day-1, minute(now-40*day-1)), out)
-	assert.Regexp(t, fmt.Sprintf(`\n2 +%d\.\. +%s\.\. +2 `, now-day, minute(now-day)), out)
+	assert.Regexp(t, fmt.Sprintf(`\n0 +0\.\.%d +\.\.%s +2 `, base-40*day-1, minute(base-40*day-1)), out)
+	assert.Regexp(t, fmt.Sprintf(`\n1 +%d\.\.%d +%s\.\.%s +2 `, base-40*day, base-day-1, minute(base-40*day), minute(base-day-1)), out)
+	assert.Regexp(t, fmt.Sprintf(`\n2 +%d\.\. +%s\.\. +2 `, base-day, minute(base-day)), out)
 
 	out, errOut, code = tallybloom(t, "drop-before", path, "--older-than", "30d")
 	require.Equal(t, 0, code, errOut)
@@ -284,7 +290,7 @@ func TestDropBeforeOlderThan(t *testing.T) {
 	_, err := fmt.Sscanf(out, "dropped 1 sub-filter (before id %d, %s", &cut, &when)
 	require.NoError(t, err, out)
 	assert.InDelta(t, now-30*day, cut, 60, out)
-	assert.Contains(t, out, fmt.Sprintf("; 2 left, the oldest from id %d\n", now-40*day))
+	assert.Contains(t, out, fmt.Sprintf("; 2 left, the oldest from id %d\n", base-40*day))
 	out, _, _ = tallybloom(t, "check", path, "a", "c", "e")
 	assert.Equal(t, "absent\ta\npresent\tc\npresent\te\n", out)
 
@@ -328,6 +334,24 @@ func TestParseAge(t *testing.T) {
 	}
 }
 
+// Ids pass as Unix seconds from 2000-01-01 to a day after now; an empty
+// filter, whose newest id is 0, passes too. Stats shows such ids as times
+// from 2000-01-01 on.
+func TestIdsAsUnixSeconds(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tomorrow := uint64(now.Add(24 * time.Hour).Unix())
+	for _, newest := range []uint64{0, earliestSeconds, uint64(now.Unix()), tomorrow} {
+		assert.NoError(t, notSeconds(newest, now), "newest id %d", newest)
+	}
+	assert.ErrorContains(t, notSeconds(earliestSeconds-1, now), "before 2000")
+	assert.ErrorContains(t, notSeconds(1, now), "before 2000")
+	assert.ErrorContains(t, notSeconds(tomorrow+1, now), "after tomorrow")
+	assert.ErrorContains(t, notSeconds(uint64(now.UnixMilli()), now), "after tomorrow")
+
+	assert.Equal(t, "2000-01-01 00:00", idTime(earliestSeconds))
+	assert.Empty(t, idTime(earliestSeconds-1))
+}
+
 // Sizes are given in the largest unit they fill, from a whole KiB on.
 func TestBytesText(t *testing.T) {
 	for n, want := range map[uint64]string{
@@ -336,6 +360,13 @@ func TestBytesText(t *testing.T) {
 	} {
 		assert.Equal(t, want, bytesText(n), "%d", n)
 	}
+}
+
+// A line quoted in a message is cut after 60 bytes, not at 60.
+func TestClip(t *testing.T) {
+	sixty := strings.Repeat("x", 60)
+	assert.Equal(t, sixty, clip(sixty))
+	assert.Equal(t, sixty+"...", clip(sixty+"y"))
 }
 
 // Ids that are not Unix seconds would make --older-than retire the wrong
@@ -580,6 +611,8 @@ func TestStatsJSON(t *testing.T) {
 	assert.Equal(t, float64(3), second["first_id"])
 	assert.Equal(t, float64(2), second["capacity"])
 	assert.Equal(t, float64(1), second["count"])
+	assert.Equal(t, 0.5, second["fill"])
+	assert.Equal(t, 1.0, subs[0].(map[string]any)["fill"])
 	next := s["next_sub_filter"].(map[string]any)
 	assert.Equal(t, float64(2), next["level"], "the sub-filter the chain opens next")
 	assert.Equal(t, float64(2), next["capacity"])
@@ -592,8 +625,8 @@ func TestStatsJSON(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "state       clean")
 	assert.Contains(t, out, "\nnext        level 2, for 2 keys at 0.00081: 4.0 KiB, reserved when the newest is full\n")
-	assert.Contains(t, out, "0..2")
-	assert.Contains(t, out, "3..")
+	assert.Regexp(t, `\n0 +0\.\.2 +2 +2 +100% `, out)
+	assert.Regexp(t, `\n1 +3\.\. +2 +1 +50% `, out)
 	assert.NotContains(t, out, "added (UTC)", "ids that are not Unix seconds are not shown as times")
 }
 
@@ -647,7 +680,9 @@ func TestCreateDryRunSaysWhetherThereIsRoom(t *testing.T) {
 	out, errOut, code = tallybloom(t, "create", path, "--capacity", "1000", "--error-rate", "0.01", "--holding", fmt.Sprint(capacity))
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "holding "+fmt.Sprint(capacity)+" keys, none retired, it takes "+bytesText(grown.FileBytes))
-	assert.Regexp(t, `^warning: `+regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free, too little for the [0-9.]+ [KMGT]?i?B more it takes holding `+fmt.Sprint(capacity)+` keys\n$`, errOut)
+	first, err := engine.FootprintOf(engine.Config{Capacity: 1000, ErrorRate: 0.01})
+	require.NoError(t, err)
+	assert.Regexp(t, `^warning: `+regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free, too little for the `+regexp.QuoteMeta(bytesText(grown.FileBytes-first.FileBytes))+` more it takes holding `+fmt.Sprint(capacity)+` keys\n$`, errOut)
 	_, errOut, code = tallybloom(t, "create", filepath.Join(dir, "fits.tb"), "--capacity", "1000", "--error-rate", "0.01", "--holding", "5000")
 	require.Equal(t, 0, code)
 	assert.Empty(t, errOut, "no warning where the room is there")
@@ -968,6 +1003,7 @@ func TestFrozenFixedFilterFitsACookie(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("%d bytes: %s", len(raw), raw)
 	assert.Less(t, len(raw), 200)
+	assert.Regexp(t, `^[A-Za-z0-9_-]+$`, string(raw), "a cookie's value as it is: no padding, no line break")
 
 	out, _, _ := tallybloomIn(t, strings.Join(urls, "\n"), "check", "--rollup", cookie)
 	assert.Equal(t, 100, strings.Count(out, "present\t"), "every URL added is present")
@@ -1094,6 +1130,8 @@ func TestExportsJoinedOrAppendedToAreRefused(t *testing.T) {
 	// white space in.
 	stdout, _, code := tallybloom(t, "export", "--base64", path, "-")
 	require.Equal(t, 0, code)
+	require.Equal(t, 1, strings.Count(stdout, "\n"), "one line, ended")
+	assert.True(t, strings.HasSuffix(stdout, "\n"))
 	_, errOut, code := tallybloomIn(t, stdout, "import", "-", filepath.Join(dir, "whole.tb"))
 	assert.Equal(t, 0, code, errOut)
 	edited := filepath.Join(dir, "edited")

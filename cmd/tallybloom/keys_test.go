@@ -85,6 +85,13 @@ func TestKeepGoingPassesOverALongLine(t *testing.T) {
 	assert.Len(t, keys, 4, "a line of the longest length is a key, with or without a newline")
 	assert.Empty(t, skipped)
 
+	// A last line one byte too long, with no newline, that fills the
+	// buffer in the read that ends the input.
+	keys, skipped, err = read(iotest.DataErrReader(strings.NewReader("a\n" + strings.Repeat("y", maxLine+1))))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, keys)
+	assert.Equal(t, []string{tooLongAt(2)}, skipped)
+
 	broken := errors.New("disk gone")
 	keys, skipped, err = read(io.MultiReader(strings.NewReader("a\n"+long), iotest.ErrReader(broken)))
 	assert.ErrorIs(t, err, broken)

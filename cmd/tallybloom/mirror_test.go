@@ -410,16 +410,21 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	c := redistest.Client(t, s)
 	ctx := context.Background()
 	require.NoError(t, c.Set(ctx, "{taken}:owner", "other.example pid 99 0011223344556677", time.Minute).Err())
+	// The other writer is in the middle of a copy, its first.
+	require.NoError(t, c.HSet(ctx, "{taken}:pending", "gen", "1").Err())
 	remote := []string{"--redis", s.URL(), "--name", "taken"}
+	_, errOut, code := tallybloom(t, "add", path, "--id", "1", "a", "b", "c")
+	require.Equal(t, 0, code, errOut)
 
-	_, errOut, code := tallybloom(t, append([]string{"mirror", "push", path}, remote...)...)
+	_, errOut, code = tallybloom(t, append([]string{"mirror", "push", path}, remote...)...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "another writer writes copies under this name: other.example pid 99 holds it")
 	assert.Zero(t, c.Exists(ctx, "{taken}:meta").Val())
 	out, errOut, code := tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
 	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `writer +other\.example pid 99 \(its claim lasts [0-9a-z.]+ unless renewed\)\n`, out)
+	assert.Regexp(t, `writer +other\.example pid 99 \(its claim lasts (5[0-9]\.[0-9]s|1m0s) unless renewed\)\n`, out, "the minute the claim was set for")
 	assert.Regexp(t, `copy +none live`, out)
+	assert.Regexp(t, `\npending +a copy of generation 1, not yet live\n`, out)
 
 	follower := startFollower(t, path, remote)
 	require.Eventually(t, func() bool { return strings.Contains(follower.errOut.String(), "other.example pid 99 holds it") }, 10*time.Second, 20*time.Millisecond)
@@ -439,8 +444,21 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Equal(t, file.MemSeq, held.Seq)
 	assert.Equal(t, file.Seed, held.Seed)
 	assert.Empty(t, held.Writer, "a push gives the name up")
-	require.Len(t, held.SubFilters, len(file.SubFilters))
-	assert.Equal(t, file.SubFilters[0].Bytes, held.SubFilters[0].Bytes)
+	assert.Zero(t, held.Pending, "the other writer's copy, left unfinished, gave way to this one")
+	// The copy's sub-filters are the file's, but for what Redis does not
+	// keep: the error rate each was built for and the estimate of keys.
+	want := file.SubFilters
+	for i := range want {
+		want[i].ErrorRate, want[i].EstimatedKeys = 0, 0
+	}
+	assert.Equal(t, want, held.SubFilters)
+	assert.Equal(t, 0.003, held.SubFilters[0].Fill, "3 keys of 1000")
+	// Redis keeps no sub-filter's own error rate, so the table gives none.
+	out, _, code = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `\n0 +0\.\. +1000 +3 +0% +[0-9.e-]+ +[0-9.]+ KiB\n`, out)
+	local, _, _ = tallybloom(t, "stats", path)
+	assert.Regexp(t, `\n0 +0\.\. +1000 +3 +0% +[0-9.e-]+ \(built for [0-9.e-]+\) +[0-9.]+ KiB\n`, local)
 
 	_, errOut, code = tallybloom(t, "mirror", "stats", "--redis", s.URL(), "--name", "nothing")
 	assert.Equal(t, 2, code)
@@ -462,6 +480,12 @@ func TestMirrorStatsWarnsOfAFullChain(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &held))
 	assert.Equal(t, engine.MaxSubFilters, held.MaxSubFilters)
 	assert.True(t, held.ChainFull)
+	// Each sub-filter holds the one key it is built for: full, not
+	// overfilled.
+	for _, sub := range held.SubFilters {
+		assert.Equal(t, 1.0, sub.Fill, "level %d", sub.Level)
+		assert.False(t, sub.Overfilled, "level %d", sub.Level)
+	}
 }
 
 // mirror stats gives the Redis server's memory, and warns of a maxmemory
@@ -494,7 +518,16 @@ func TestMirrorStatsWarnsOfRedisMemory(t *testing.T) {
 	out, _, code = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
 	require.Equal(t, 0, code)
 	assert.NotContains(t, out, "may evict")
-	assert.Regexp(t, `\nwarning     Redis has [0-9.]+ [KM]iB of its maxmemory left, too little for a full copy's 1\.8 MiB of counters beside this one: the next full copy will fail\n`, out)
+	assert.Regexp(t, `\nwarning     Redis has (1\.0 MiB|[0-9.]+ KiB) of its maxmemory left, too little for a full copy's 1\.8 MiB of counters beside this one: the next full copy will fail\n`, out)
+
+	// With no maxmemory Redis evicts nothing, whatever its policy, and
+	// takes what it is given.
+	require.NoError(t, raw.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	require.NoError(t, raw.ConfigSet(ctx, "maxmemory", "0").Err())
+	out, _, code = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `\nredis       [0-9.]+ MiB used, no maxmemory, policy allkeys-lru\n`, out)
+	assert.NotContains(t, out, "warning")
 }
 
 // Two mirror push --follow of different files under one name do not take

@@ -303,6 +303,30 @@ func TestAnInterruptedExportLeavesNothingBehind(t *testing.T) {
 	}
 }
 
+// An export that fails while it writes (here at the file-size limit, which
+// the shell sets before it runs the command) says why, leaves OUT as it was
+// and removes the copy it was writing beside it.
+func TestAFailedExportLeavesNothingBehind(t *testing.T) {
+	path := newFile(t, "--capacity", "200000", "--error-rate", "0.01")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "export")
+	require.NoError(t, os.WriteFile(out, []byte("an older export"), 0o644))
+
+	// 100 blocks of 512 bytes, for sh: a small part of the export.
+	cmd := exec.Command("sh", "-c", `ulimit -f 100 && exec "$0" "$@"`, binary, "export", path, out)
+	errOut, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, string(errOut))
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Regexp(t, `^tallybloom: write .*/\.export\.writing-[A-Z0-9]+: file too large\n$`, string(errOut))
+	content, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "an older export", string(content))
+	names, err := filepath.Glob(filepath.Join(dir, ".export.writing-*"))
+	require.NoError(t, err)
+	assert.Empty(t, names, "nothing left beside OUT")
+}
+
 // slowExport is a filter whose export takes a while (107 MB of counters),
 // an OUT in a directory of its own holding an older export, and the copies
 // exports to OUT are writing beside it.

@@ -68,3 +68,27 @@ func requireRefused(t *testing.T, err error) {
 	}
 	t.Fatalf("not refused as an export: %v", err)
 }
+
+// What a stream holds is told by its first bytes, however few of them
+// there are: a frozen export's magic needs its version byte after it.
+func TestKindByFirstBytes(t *testing.T) {
+	frozen := func(more ...byte) []byte { return append([]byte(engine.FrozenMagic), more...) }
+	for _, c := range []struct {
+		head []byte
+		want string
+	}{
+		{[]byte(engine.Magic + "rest"), aFilterFile},
+		{[]byte(engine.ExportMagic), anExport},
+		{frozen(engine.FrozenVersion), aFrozenExport},
+		{frozen(), ""},
+		{frozen(engine.FrozenVersion + 1), ""},
+		{[]byte(engine.Magic[:len(engine.Magic)-1]), ""},
+		{nil, ""},
+	} {
+		require.Equal(t, c.want, kind(c.head), "%q", c.head)
+	}
+	// Nothing at all is not base64: it is no export in any form.
+	require.False(t, looksBase64(nil))
+	require.True(t, looksBase64([]byte("VEJF-_+/=\r\n")))
+	require.False(t, looksBase64(frozen(engine.FrozenVersion)))
+}
