@@ -22,6 +22,16 @@ func TestCanonical(t *testing.T) {
 		"http:///spam.example/win":    "spam.example/win", // as a browser reads it
 		"Spam.Example/W%49N":          "spam.example/WIN",
 		"spam.example/win?q=a%20b\\c": "spam.example/win",
+		// Any scheme with "//" is read as http's; what is not a scheme
+		// is a host.
+		"svn+ssh://Spam.example/win":  "spam.example/win",
+		"coap-tcp://spam.example/win": "spam.example/win",
+		"a.z9://spam.example/win":     "spam.example/win",
+		"a_b://spam.example/win":      "a_b/spam.example/win",
+		"1a://spam.example/win":       "1a/spam.example/win",
+		// A space or control character before the query stays, escaped.
+		"http://spam.example/win ?q=1":    "spam.example/win%20",
+		"http://spam.example/win\x01?q=1": "spam.example/win%01",
 	} {
 		got, err := Canonical(raw)
 		require.NoError(t, err, raw)
@@ -77,6 +87,7 @@ func TestPlainURLsSkipTheParser(t *testing.T) {
 	for _, raw := range []string{
 		"spam.example/win", "https://User:pw@WWW.Example.com:8443/a/b/?q=%20#f", "HTTP://a-b.example.co.uk",
 		"spam.example:8080/~x/y.html", "foo://spam.example/win",
+		"http://z9.example/", "http://1a.example/", "http://@spam.example/",
 	} {
 		_, _, ok := plainURL(beforeQuery(raw))
 		assert.True(t, ok, raw)
@@ -84,6 +95,7 @@ func TestPlainURLsSkipTheParser(t *testing.T) {
 	for _, raw := range []string{
 		"spam.example/%77in", "spam.example/x/../win", `spam.example\win`, "http:spam.example/win", "ftp://spam.example/",
 		"bücher.example", "xn--bcher-kva.example", "3232235777", "a.0x10", "spam..example", "spam.example:99999", "[::1]/x",
+		"xn--.example", "ex_ample.example", "spam.9z",
 	} {
 		_, _, ok := plainURL(raw)
 		assert.False(t, ok, raw)
