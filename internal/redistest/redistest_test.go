@@ -52,7 +52,10 @@ func TestServerDiesWithItsTestBinary(t *testing.T) {
 	RequireRedisServer(t)
 
 	child := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithItsTestBinary$", "-test.v")
-	child.Env = append(os.Environ(), childEnv+"=1")
+	// The child is killed before its Cleanup can remove its server's
+	// directory: it makes it under one of ours, which ours removes.
+	childTemp := t.TempDir()
+	child.Env = append(os.Environ(), childEnv+"=1", "TMPDIR="+childTemp)
 	out, err := child.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, child.Start())
@@ -80,4 +83,7 @@ func TestServerDiesWithItsTestBinary(t *testing.T) {
 	_ = child.Wait()
 	require.Eventually(t, func() bool { return !answers() }, 5*time.Second, 20*time.Millisecond,
 		"the server on %s outlived the test binary that started it", addr)
+	left, err := os.ReadDir(childTemp)
+	require.NoError(t, err)
+	require.NotEmpty(t, left, "the killed child's directory lies under the test's own, which the test removes")
 }
