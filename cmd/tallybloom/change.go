@@ -115,6 +115,11 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 	// Keys are changed a group at a time, and before each wait for more
 	// input, so that keys fed slowly take effect as they come.
 	reader := newKeyReader(p.reader(in), batch.flush)
+	if idle, _ := cmd.Flags().GetDuration("flush-when-idle"); idle > 0 && len(keys) == 0 {
+		// The engine flushes while the input waits; a flush that fails
+		// is told then, not when the next key comes, which may be hours.
+		defer reader.whileWaiting(idle, func() { watch.lookAtFlushes(f.Stats()) })()
+	}
 	var signalled atomic.Int32
 	past := map[string]string{"add": "added", "remove": "removed", "dedupe": "added"}[verb]
 	// finish changes the keys read, closes the file and sums up.
@@ -313,7 +318,8 @@ const nextWarnFill = 0.9
 // was built for, a chain that opened one of its last sub-filters, and a
 // file system without room for the sub-filter the chain opens next. It
 // looks after each group of keys, so that a feed that never ends (tail -F)
-// hears of it when it happens, not when the feed stops.
+// hears of it when it happens, not when the feed stops, and at flushes
+// also while the input waits.
 type watch struct {
 	f    *engine.Filter
 	path string

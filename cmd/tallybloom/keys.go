@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -204,6 +205,35 @@ func (r *keyReader) stop() (waiting bool) {
 	}
 	r.mu.Unlock()
 	return false
+}
+
+// whileWaiting calls look every period while the reader waits for input,
+// until the returned stop is called, which returns once no look runs. A
+// look runs with the reader's lock held: the reading goroutine is then in
+// its read of in, or waits to leave it, and acts on nothing meanwhile.
+func (r *keyReader) whileWaiting(every time.Duration, look func()) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		ticker := time.NewTicker(every)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+			}
+			r.mu.Lock()
+			if r.waiting && !r.stopped {
+				look()
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // split is bufio.ScanLines, but a partial last line is a key only at the

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,4 +173,40 @@ func (p *pieces) Read(b []byte) (int, error) {
 	n := copy(b[:min(len(b), p.size)], p.data)
 	p.data = p.data[n:]
 	return n, nil
+}
+
+// whileWaiting looks every period while the reader waits for input, not
+// while a key it read is acted on, and not once stopped.
+func TestLooksWhileTheInputWaits(t *testing.T) {
+	in, feed := io.Pipe()
+	r := newKeyReader(in, func() error { return nil })
+	var looks atomic.Int32
+	stop := r.whileWaiting(time.Millisecond, func() { looks.Add(1) })
+	errLooked := errors.New("looked while a key was acted on")
+	done := make(chan error, 1)
+	go func() {
+		done <- eachKey(nil, r, keyOptions{}, func(keyItem) error {
+			before := looks.Load()
+			time.Sleep(30 * time.Millisecond)
+			if looks.Load() != before {
+				return errLooked
+			}
+			return nil
+		})
+	}()
+	waited := func(more int32, what string) {
+		from := looks.Load()
+		require.Eventually(t, func() bool { return looks.Load() >= from+more }, 10*time.Second, time.Millisecond, what)
+	}
+	waited(3, "looks while the reader waits for its first line")
+	_, err := io.WriteString(feed, "a\n")
+	require.NoError(t, err)
+	waited(3, "looks again while the reader waits for the next line")
+
+	stop()
+	after := looks.Load()
+	time.Sleep(30 * time.Millisecond)
+	assert.Equal(t, after, looks.Load(), "no look once stopped, though the reader still waits")
+	require.NoError(t, feed.Close())
+	require.NoError(t, <-done)
 }
