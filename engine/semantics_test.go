@@ -1147,6 +1147,7 @@ func TestDamagedFiles(t *testing.T) {
 		_, err := Open(path, nil)
 		assert.ErrorIs(t, err, ErrNotFilter)
 		assert.ErrorIs(t, err, ErrCorrupt)
+		assert.EqualError(t, err, ErrNotFilter.Error()+": "+path+" (no magic number)")
 		_, err = Open(tempPath(t), nil)
 		assert.NotErrorIs(t, err, ErrNotFilter)
 	})

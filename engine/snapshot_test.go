@@ -23,6 +23,7 @@ func TestSnapshotOfAFilter(t *testing.T) {
 	keys := keysFrom(0, 10_000)
 	for _, k := range keys {
 		require.Equal(t, f.Contains(k), snap.Contains(k))
+		require.Equal(t, f.Contains(k), snap.ContainsString(string(k)))
 	}
 
 	// Put together from its parts, it exports and imports as the filter.
@@ -108,6 +109,7 @@ func TestPlacementAnswersAsTheFilter(t *testing.T) {
 				present = present || k.Holds(s, snap.Counters(s)[off:off+n])
 			}
 			require.Equal(t, f.Contains(key(i)), present, "key %d", i)
+			require.Equal(t, k, p.PlaceString(string(key(i))), "key %d as a string", i)
 		}
 	}
 	_, err := NewPlacement(Config{Seed: 1}, []SubFilterStats{{K: 0, Blocks: 1}})
