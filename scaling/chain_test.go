@@ -310,11 +310,18 @@ func TestFixedChainNeverGrows(t *testing.T) {
 	p := Params{Capacity: 10, ErrorRate: 0.01, Tightening: 0.9, Growth: 2, Fixed: true}
 	assert.Equal(t, 0.01, p.LevelErrorRate(0), "the one sub-filter gets the whole rate")
 	c, _ := newChain(t, p)
+	assert.Equal(t, p, c.Params())
+	sub := c.SubFilters()[0]
+	assert.Zero(t, sub.ExpectedFalsePositiveRate(), "empty")
 	for id := range uint64(25) {
 		require.NoError(t, c.Add(hashOf(int(id)), id))
+		if id+1 == sub.Capacity {
+			assert.LessOrEqual(t, sub.ExpectedFalsePositiveRate(), 0.01, "at its capacity, within its rate")
+		}
 	}
 	require.Len(t, c.SubFilters(), 1)
-	assert.True(t, c.SubFilters()[0].Overfilled())
+	assert.True(t, sub.Overfilled())
+	assert.Greater(t, sub.ExpectedFalsePositiveRate(), 0.01, "overfilled, above its rate")
 }
 
 // A nil Storage or Space is refused with ErrInvalidParams, as bad
