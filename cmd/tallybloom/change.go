@@ -318,8 +318,8 @@ const nextWarnFill = 0.9
 // was built for, a chain that opened one of its last sub-filters, and a
 // file system without room for the sub-filter the chain opens next. It
 // looks after each group of keys, so that a feed that never ends (tail -F)
-// hears of it when it happens, not when the feed stops, and at flushes
-// also while the input waits.
+// hears of it when it happens, not when the feed stops; while the input
+// waits it looks at the flushes every --flush-when-idle period.
 type watch struct {
 	f    *engine.Filter
 	path string
