@@ -195,6 +195,10 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	_, errOut, code = tallybloom(t, "add", path, "--id", "1", "z")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "id older than every retained sub-filter")
+	out, errOut, code = tallybloomIn(t, "25\tnew-one\n1\tz\n", "dedupe", "--with-ids", path)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "25\tnew-one\n", out, "the line before the failed one is printed")
+	assert.Contains(t, errOut, "line 2: engine: id older than every retained sub-filter")
 	_, errOut, code = tallybloom(t, "drop-before", path, "soon")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "not a whole number")
@@ -950,6 +954,15 @@ func TestBadInput(t *testing.T) {
 	_, errOut, code = tallybloom(t, "stats")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "Usage:")
+	for _, args := range [][]string{{"add"}, {"remove"}, {"dedupe"}} {
+		_, errOut, code := tallybloom(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errOut, "FILE is required", "%v", args)
+		assert.Contains(t, errOut, "Usage:", "%v", args)
+	}
+	_, errOut, code = tallybloom(t, "check")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "FILE is required (or --name, with --redis or "+redisEnv+")")
 	_, errOut, code = tallybloom(t, "frobnicate")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "unknown command")
@@ -1189,9 +1202,15 @@ func TestFileCommandsSayWhenGivenAnExport(t *testing.T) {
 // last flush by a writer on another boot. live is closed, and clean.
 func uncleanFile(t *testing.T) (live, crashed string) {
 	t.Helper()
+	return uncleanFileOf(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, CountersOnly: true})
+}
+
+// uncleanFileOf is uncleanFile of a filter made with cfg.
+func uncleanFileOf(t *testing.T, cfg engine.Config) (live, crashed string) {
+	t.Helper()
 	live = filepath.Join(t.TempDir(), "live.tb")
 	otherBoot := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
-	f, err := engine.Create(live, engine.Config{Capacity: 1000, ErrorRate: 0.01, CountersOnly: true}, otherBoot)
+	f, err := engine.Create(live, cfg, otherBoot)
 	require.NoError(t, err)
 	require.NoError(t, f.AddString("spam.example", 1))
 	image, err := os.ReadFile(live)
@@ -1222,6 +1241,12 @@ func TestAnUncleanFileSaysWhatToDo(t *testing.T) {
 		assert.Equal(t, want, code, "%v", command)
 		assert.Contains(t, errOut, "changes since the last flush may be lost: "+crashed+": durable up to sequence 1; "+hint, "%v", command)
 	}
+
+	// The create line gives every parameter that shapes the filter.
+	_, crashed = uncleanFileOf(t, engine.Config{Capacity: 500, ErrorRate: 0.001, Tightening: 0.8, Growth: 3, Fixed: true})
+	_, errOut, code := tallybloom(t, "check", crashed, "spam.example")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "(tallybloom create NEW --capacity 500 --error-rate 0.001 --tightening 0.8 --growth 3 --fixed)")
 }
 
 // A key line longer than the reader takes names its line; the keys before
