@@ -100,7 +100,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 		}
 	}
 	p := newProgress(cmd.ErrOrStderr(), verb, size)
-	skipper := &lineSkipper{report: p.note}
+	skipper := &lineSkipper{report: p.note, args: len(keys) > 0}
 	if keepGoing {
 		opts.skip = skipper.skip
 	}
@@ -261,7 +261,7 @@ func (c *changer) flush() error {
 	done := len(c.items)
 	if batchErr, ok := errors.AsType[*engine.BatchError](err); ok {
 		done = batchErr.Index
-		err = fmt.Errorf("line %d: %w", c.items[batchErr.Index].line, batchErr.Err)
+		err = fmt.Errorf("%v: %w", c.items[batchErr.Index].at, batchErr.Err)
 	}
 	if c.remove {
 		for _, removed := range c.results[:done] {
@@ -289,7 +289,7 @@ func (c *changer) dedupe() error {
 	for _, k := range c.items {
 		held, err := c.f.TestAndAddString(k.key, k.id)
 		if err != nil {
-			return errors.Join(fmt.Errorf("line %d: %w", k.line, err), c.unique.Flush())
+			return errors.Join(fmt.Errorf("%v: %w", k.at, err), c.unique.Flush())
 		}
 		if !held {
 			c.fresh++

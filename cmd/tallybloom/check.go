@@ -78,7 +78,7 @@ command goes on, and exits 2 at the end.`,
 			skipper := &lineSkipper{report: func(line string) {
 				out.Flush() // the answers of earlier batches first
 				fmt.Fprintln(cmd.ErrOrStderr(), line)
-			}}
+			}, args: len(args) > 0}
 			var skip func(error)
 			if keepGoing {
 				skip = skipper.skip
@@ -193,7 +193,7 @@ func checkKeys(c batchChecker, items []keyItem, form checkForm, skip func(error)
 			candidates[0], notURL = urlkey.Canonical(item.key)
 		}
 		if notURL != nil {
-			notURL = fmt.Errorf("line %d: %w", item.line, notURL)
+			notURL = fmt.Errorf("%v: %w", item.at, notURL)
 			if skip == nil {
 				badLine = notURL
 				break

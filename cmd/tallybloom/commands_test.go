@@ -192,6 +192,16 @@ func TestWithIDsAndDropBefore(t *testing.T) {
 	_, errOut, code = tallybloomIn(t, "x\ty\n", "add", "--with-ids", path)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "line 1: want ID<TAB>KEY")
+	// Keys given as arguments are named by their place among them.
+	_, errOut, code = tallybloom(t, "add", "--with-ids", path, "30\tgood", "bad")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `argument 2: want ID<TAB>KEY, got "bad" (the keys before it were added and kept)`)
+	_, errOut, code = tallybloom(t, "add", "--with-ids", "-k", path, "bad", "31\tfine")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `argument 1: want ID<TAB>KEY, got "bad": left out`)
+	assert.Contains(t, errOut, "1 argument left out, reported above (--keep-going); the other keys were added")
+	out, _, code = tallybloom(t, "check", path, "good", "fine")
+	assert.Equal(t, 0, code, "the good arguments were added: %s", out)
 	_, errOut, code = tallybloom(t, "add", path, "--id", "1", "z")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "id older than every retained sub-filter")
@@ -227,8 +237,8 @@ func TestKeepGoing(t *testing.T) {
 	out, errOut, code = tallybloom(t, "check", "--url", "-k", path, "http://spam.example/a", "http:///", "http://ham.example/")
 	assert.Equal(t, 2, code, "exit 2 outranks 1 for an absent key")
 	assert.Equal(t, "present\thttp://spam.example/a\nabsent\thttp://ham.example/\n", out)
-	assert.Contains(t, errOut, "line 2: urlkey: not a URL with a host")
-	assert.Contains(t, errOut, "the other keys were checked")
+	assert.Contains(t, errOut, "argument 2: urlkey: not a URL with a host")
+	assert.Contains(t, errOut, "1 argument left out, reported above (--keep-going); the other keys were checked")
 
 	_, errOut, code = tallybloomIn(t, "6\tspam.example/d\nbad\n", "remove", "--with-ids", "--url", "-k", path)
 	assert.Equal(t, 2, code)
@@ -577,7 +587,7 @@ func TestCheckAnswersTheKeysBeforeALineThatIsNotAURL(t *testing.T) {
 		out, errOut, code := tallybloom(t, "check", form, path, "http://spam.example/", "ham.example", "http:///", "spam.example")
 		assert.Equal(t, 2, code)
 		assert.Regexp(t, "^present\thttp://spam.example/(\tspam.example)?\nabsent\tham.example\n$", out, form)
-		assert.Contains(t, errOut, "line 3: urlkey: not a URL with a host")
+		assert.Contains(t, errOut, "argument 3: urlkey: not a URL with a host")
 		assert.Contains(t, errOut, "(the keys before it were checked)")
 
 		out, errOut, code = tallybloomIn(t, "http://spam.example/\nhttp:///\nspam.example\n", "check", "--json", form, path)
@@ -592,7 +602,7 @@ func TestCheckAnswersTheKeysBeforeALineThatIsNotAURL(t *testing.T) {
 	out, errOut, code := tallybloom(t, "check", "--url", path, "http:///", "spam.example")
 	assert.Equal(t, 2, code)
 	assert.Empty(t, out)
-	assert.Contains(t, errOut, "line 1: ")
+	assert.Contains(t, errOut, "argument 1: urlkey: not a URL with a host")
 }
 
 func TestStatsJSON(t *testing.T) {
@@ -747,7 +757,7 @@ func TestStatsWarnsOfAFullChain(t *testing.T) {
 
 	_, errOut, code := tallybloom(t, "add", "--id", "100", path, "one-more")
 	assert.Equal(t, 2, code, "the add the warning foretold")
-	assert.Equal(t, "tallybloom: line 1: engine: chain full: "+path+" holds all 64 sub-filters a chain can; retire old ones with DropBefore (the keys before it were added and kept; drop-before makes room)\n", errOut)
+	assert.Equal(t, "tallybloom: argument 1: engine: chain full: "+path+" holds all 64 sub-filters a chain can; retire old ones with DropBefore (the keys before it were added and kept; drop-before makes room)\n", errOut)
 
 	_, errOut, code = tallybloom(t, "drop-before", path, "10")
 	require.Equal(t, 0, code, errOut)

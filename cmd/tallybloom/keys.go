@@ -23,8 +23,22 @@ const maxLine = 1 << 20
 type keyItem struct {
 	key  string
 	id   uint64
-	line int    // 1-based line of standard input, or argument number
+	at   place  // where it was given, for errors
 	text string // the line or argument as given, which dedupe prints
+}
+
+// place is where a key was given: a line of standard input, or one of the
+// command's arguments, counted from 1.
+type place struct {
+	n   int
+	arg bool
+}
+
+func (p place) String() string {
+	if p.arg {
+		return "argument " + strconv.Itoa(p.n)
+	}
+	return "line " + strconv.Itoa(p.n)
 }
 
 // keyOptions say how key lines are read.
@@ -38,9 +52,10 @@ type keyOptions struct {
 }
 
 // lineSkipper reports each line --keep-going leaves out, one line on
-// standard error, and counts them.
+// standard error, and counts them; with args, they are arguments.
 type lineSkipper struct {
 	report func(line string)
+	args   bool
 	lines  int
 }
 
@@ -55,7 +70,11 @@ func (s *lineSkipper) err(done string) error {
 	if s.lines == 0 {
 		return nil
 	}
-	return &exitCode{code: exitError, err: fmt.Errorf("%s left out, reported above (--keep-going); %s", counted(s.lines, "line"), done)}
+	noun := "line"
+	if s.args {
+		noun = "argument"
+	}
+	return &exitCode{code: exitError, err: fmt.Errorf("%s left out, reported above (--keep-going); %s", counted(s.lines, noun), done)}
 }
 
 // keepGoingFlag registers --keep-going on cmd.
@@ -68,20 +87,20 @@ func keepGoingFlag(cmd *cobra.Command, keepGoing *bool) {
 // in, streaming: the input is never held whole. Blank lines of in are
 // skipped (an empty key can be given as an argument).
 func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) error) error {
-	parse := func(text string, line int) error {
-		item := keyItem{key: text, line: line, text: text}
+	parse := func(text string, at place) error {
+		item := keyItem{key: text, at: at, text: text}
 		if opts.withIDs {
 			idText, key, ok := strings.Cut(text, "\t")
 			id, err := strconv.ParseUint(idText, 10, 64)
 			if !ok || err != nil {
-				return opts.unreadable(fmt.Errorf("line %d: want ID<TAB>KEY, got %q", line, clip(text)))
+				return opts.unreadable(fmt.Errorf("%v: want ID<TAB>KEY, got %q", at, clip(text)))
 			}
 			item.id, item.key = id, key
 		}
 		if opts.asURL {
 			canonical, err := urlkey.Canonical(item.key)
 			if err != nil {
-				return opts.unreadable(fmt.Errorf("line %d: %w", line, err))
+				return opts.unreadable(fmt.Errorf("%v: %w", at, err))
 			}
 			item.key = canonical
 		}
@@ -89,7 +108,7 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 	}
 	if len(args) > 0 {
 		for i, arg := range args {
-			if err := parse(arg, i+1); err != nil {
+			if err := parse(arg, place{n: i + 1, arg: true}); err != nil {
 				return err
 			}
 		}
@@ -110,7 +129,7 @@ func eachKey(args []string, in *keyReader, opts keyOptions, fn func(keyItem) err
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		if err := parse(text, n); err != nil {
+		if err := parse(text, place{n: n}); err != nil {
 			return err
 		}
 	}
