@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +93,20 @@ func TestKindByFirstBytes(t *testing.T) {
 	require.False(t, looksBase64(nil))
 	require.True(t, looksBase64([]byte("VEJF-_+/=\r\n")))
 	require.False(t, looksBase64(frozen(engine.FrozenVersion)))
+}
+
+// decoded reads base64 of either alphabet, padded or not, broken into
+// lines or spaced, as the bytes it encodes.
+func TestDecodedTakesEitherAlphabet(t *testing.T) {
+	raw := []byte{0xfb, 0xff, 0xbf, 0xfe, 0x00, 0x3e, 0xfc} // encodes with + and / (- and _)
+	standard := base64.StdEncoding.EncodeToString(raw)
+	require.Contains(t, standard, "+")
+	require.Contains(t, standard, "/")
+	require.Contains(t, standard, "=")
+	spaced := standard[:3] + " \t" + standard[3:6] + "\n" + standard[6:]
+	for _, in := range []string{standard, base64.RawURLEncoding.EncodeToString(raw), spaced} {
+		got, err := io.ReadAll(decoded(strings.NewReader(in)))
+		require.NoError(t, err, in)
+		require.Equal(t, raw, got, in)
+	}
 }
