@@ -91,6 +91,11 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Contains(t, err.Error(), "counters sum to")
 	})
+	t.Run("a count of zero over counters", func(t *testing.T) {
+		err := damage(t, func(b []byte) { binary.LittleEndian.PutUint64(b[talliesOffset(sub.Level):], 0) })
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Regexp(t, fmt.Sprintf(`sub-filter 1 \(level 1, ids from %d\): holds no key but [1-9][0-9]* counters below 15 are non-zero`, sub.FirstID), err.Error())
+	})
 	t.Run("a highest id below the first", func(t *testing.T) {
 		require.NotZero(t, sub.FirstID)
 		maxID := talliesOffset(sub.Level) + 8 // the tallies' second field
