@@ -2,6 +2,9 @@ package seqno
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -203,4 +206,48 @@ func FuzzJournalPending(f *testing.F) {
 			assert.LessOrEqual(t, len(s.Prior), MaxSpanBytes)
 		}
 	})
+}
+
+// A state whose checksum holds but whose flags the format does not know is
+// damage, not a dirty or clean state.
+func TestStateWithUnknownFlagsIsCorrupt(t *testing.T) {
+	for _, flags := range []struct{ low, high uint32 }{{2, 0}, {1, 1}} {
+		b := make([]byte, StateSize)
+		State{Dirty: true, DurableSeq: 7}.Encode(b)
+		binary.LittleEndian.PutUint32(b[stateDirty:], flags.low)
+		binary.LittleEndian.PutUint32(b[stateDirty+4:], flags.high)
+		binary.LittleEndian.PutUint32(b[stateCRC:], crc32.Checksum(b[:stateCRC], castagnoli))
+		_, err := DecodeState(b)
+		assert.ErrorIs(t, err, ErrCorrupt, "%v", flags)
+		assert.ErrorContains(t, err, fmt.Sprintf("state flags %d", flags.low))
+	}
+}
+
+// A pending record whose span count or span length is past what the
+// format holds is damage, whatever its checksum says.
+func TestARecordPastTheFormatsBoundsIsCorrupt(t *testing.T) {
+	j, region := newJournal(t)
+	j.Reset(5)
+	j.Begin()
+	j.Save(1, 0, []byte("prior"))
+	j.Seal()
+
+	count := append([]byte(nil), region...)
+	binary.LittleEndian.PutUint32(count[undoCount:], MaxSpans+1)
+	damaged, err := NewJournal(count)
+	require.NoError(t, err)
+	_, pending, err := damaged.Pending()
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, fmt.Sprintf("undo record of %d spans", MaxSpans+1))
+	assert.False(t, pending)
+
+	long := append([]byte(nil), region...)
+	binary.LittleEndian.PutUint32(long[undoSpans+spanLength:], MaxSpanBytes+1)
+	damaged, err = NewJournal(long)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint32(long[undoCRC:], damaged.checksum(6, 1)) // a checksum that holds
+	_, pending, err = damaged.Pending()
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, fmt.Sprintf("undo span of %d bytes", MaxSpanBytes+1))
+	assert.False(t, pending)
 }
