@@ -546,6 +546,16 @@ func TestWriteExportFromParts(t *testing.T) {
 	assert.ErrorIs(t, err, lost)
 	_, err = Import(tempPath(t), &short, nil)
 	assert.ErrorIs(t, err, ErrCorrupt)
+
+	// Every filter is at sequence 1 or more from its creation on: an
+	// export at 0, whole and checksummed, is not of a filter.
+	var zero bytes.Buffer
+	require.NoError(t, WriteExport(&zero, snap.Config(), 0, snap.SubFilters(), read))
+	path := tempPath(t)
+	_, err = Import(path, &zero, nil)
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "export at sequence 0")
+	assert.NoFileExists(t, path)
 }
 
 // WriteExport asks read for the counters of a sub-filter larger than a

@@ -5,6 +5,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -68,7 +69,11 @@ func TestOpenRefusesWhatIsNotAFile(t *testing.T) {
 	dir := t.TempDir()
 	pipe := filepath.Join(dir, "pipe")
 	require.NoError(t, unix.Mkfifo(pipe, 0o644))
-	for path, what := range map[string]string{dir: "is a directory", pipe: "is a named pipe", os.DevNull: "is a device"} {
+	socket := filepath.Join(dir, "socket")
+	l, err := net.Listen("unix", socket)
+	require.NoError(t, err)
+	defer l.Close()
+	for path, what := range map[string]string{dir: "is a directory", pipe: "is a named pipe", socket: "is a socket", os.DevNull: "is a device"} {
 		for _, ro := range []bool{false, true} {
 			done := make(chan error, 1)
 			go func() {

@@ -1201,6 +1201,17 @@ func TestDamagedFiles(t *testing.T) {
 		assert.ErrorIs(t, err, ErrVersion)
 		assert.Contains(t, err.Error(), "rebuild")
 	})
+
+	t.Run("version 0", func(t *testing.T) {
+		path := tempPath(t)
+		b := append([]byte(nil), good...)
+		binary.LittleEndian.PutUint32(b[sbVersion:], 0)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := Open(path, nil)
+		assert.ErrorIs(t, err, ErrCorrupt, "no version of the format was 0")
+		assert.NotErrorIs(t, err, ErrVersion)
+		assert.Contains(t, err.Error(), "format version 0")
+	})
 }
 
 func flip(offset int) func([]byte) []byte {
