@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -270,6 +271,50 @@ func TestDamagedExports(t *testing.T) {
 				assert.NoFileExists(t, path, "a refused import leaves no file")
 			}
 			assert.ErrorIs(t, err, c.want)
+		})
+	}
+}
+
+// Each part of an export's or a frozen filter's head that is out of the
+// format's bounds is refused as ErrCorrupt, in words that say which.
+func TestDamagedExportHeadsSayWhich(t *testing.T) {
+	f, stream := exportedFilter(t)
+	var frozen bytes.Buffer
+	require.NoError(t, f.ExportFrozen(&frozen))
+	put32 := func(b []byte, at int, v uint32) []byte {
+		c := append([]byte(nil), b...)
+		binary.LittleEndian.PutUint32(c[at:], v)
+		return c
+	}
+	put64 := func(b []byte, at int, v uint64) []byte {
+		c := append([]byte(nil), b...)
+		binary.LittleEndian.PutUint64(c[at:], v)
+		return c
+	}
+	frozenHead := len(FrozenMagic) + 1 + 8 + 1
+	for name, c := range map[string]struct {
+		stream []byte
+		want   string
+	}{
+		"no sub-filters":           {put32(stream, 64, 0), "export: bad parameters"},
+		"too many sub-filters":     {put32(stream, 64, MaxSubFilters+1), "export: bad parameters"},
+		"an unknown flag":          {put32(stream, 12, 1<<30), "export: bad parameters"},
+		"an error rate of 2":       {put64(stream, 32, math.Float64bits(2)), "export: bad parameters"},
+		"a sub-filter's flag":      {put64(stream, exportHeader+56, 1<<40), "export: sub-filter 0: unknown flags"},
+		"a directory cut short":    {stream[:exportHeader+10], "export: truncated directory"},
+		"frozen of no sub-filters": {setByte(frozen.Bytes(), frozenHead-1, 0), "frozen filter of 0 sub-filters"},
+		"frozen head cut short":    {frozen.Bytes()[:frozenHead-1], "frozen filter: truncated"},
+		"frozen shapes cut short":  {frozen.Bytes()[:frozenHead+1], "frozen filter: truncated"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			if bytes.HasPrefix(c.stream, []byte(FrozenMagic)) {
+				_, err = ReadFrozen(bytes.NewReader(c.stream))
+			} else {
+				_, err = ReadExport(bytes.NewReader(c.stream))
+			}
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.ErrorContains(t, err, c.want)
 		})
 	}
 }
