@@ -371,6 +371,13 @@ func testBadAnswers(t *testing.T, r Redis, raw redis.UniversalClient) {
 	require.NoError(t, raw.HSet(ctx, "{other}:meta", "format", "something-else", "gen", "1").Err())
 	_, err = Pull(ctx, r, "other")
 	assert.ErrorIs(t, err, ErrBadAnswer)
+	_, err = Describe(ctx, r, "other")
+	assert.ErrorIs(t, err, ErrBadAnswer, "a live copy of another format is not described")
+	assert.ErrorContains(t, err, `meta format "something-else"`)
+	require.NoError(t, raw.HSet(ctx, "{pend}:pending", "gen", "soon").Err())
+	_, err = Describe(ctx, r, "pend")
+	assert.ErrorIs(t, err, ErrBadAnswer)
+	assert.ErrorContains(t, err, `pending generation "soon"`)
 
 	require.NoError(t, push(ctx, f, r, "good", smallParts))
 	require.NoError(t, raw.HSet(ctx, "{good}:meta", "dir", `[{"level":0,"first_id":0,"capacity":10,"k":99,"blocks":1}]`).Err())
