@@ -1212,6 +1212,17 @@ func TestDamagedFiles(t *testing.T) {
 		assert.NotErrorIs(t, err, ErrVersion)
 		assert.Contains(t, err.Error(), "format version 0")
 	})
+
+	t.Run("parameters out of range under a checksum that holds", func(t *testing.T) {
+		path := tempPath(t)
+		b := append([]byte(nil), good...)
+		binary.LittleEndian.PutUint64(b[sbErrorRate:], math.Float64bits(2))
+		binary.LittleEndian.PutUint32(b[sbCRC:], crc32.Checksum(b[:sbCRC], castagnoli))
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := Open(path, nil)
+		assert.ErrorIs(t, err, ErrCorrupt)
+		assert.ErrorContains(t, err, path+": parameters: ")
+	})
 }
 
 func flip(offset int) func([]byte) []byte {
