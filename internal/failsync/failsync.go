@@ -20,9 +20,10 @@ type Descriptor struct {
 	pipe, reader *os.File
 }
 
-// Find finds the descriptor this process holds on the file at path, by
-// its inode (a file made under another name and renamed has that name's).
-// The test fails if there is none.
+// Find finds the descriptor this process holds on the file at path. It
+// goes by the file's inode, not its name, so that a file made under
+// another name and renamed to path is found. The test fails if there is
+// none.
 func Find(t testing.TB, path string) *Descriptor {
 	t.Helper()
 	var want syscall.Stat_t
