@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tallybloom/tallybloom/engine"
 	"github.com/tallybloom/tallybloom/internal/failsync"
 )
 
@@ -29,10 +28,7 @@ func TestAFailedFlushIsWarnedOfWhileTheInputWaits(t *testing.T) {
 	// flushed says whether the file is flushed at seq: its creation is 1,
 	// and each key added one more.
 	flushed := func(seq uint64) bool {
-		r, err := engine.Open(path, &engine.Options{ReadOnly: true})
-		require.NoError(t, err)
-		defer r.Close()
-		s := r.Stats()
+		s := readerStats(t, path)
 		return s.MemSeq == seq && s.DiskSeq == seq
 	}
 	_, err := io.WriteString(feed, "spam.example\n")

@@ -80,6 +80,16 @@ func (s *started) exitCode(t *testing.T) int {
 	return 0
 }
 
+// readerStats is the Stats of the filter at path, as a reader opening it now
+// finds them.
+func readerStats(t *testing.T, path string) engine.Stats {
+	t.Helper()
+	r, err := engine.Open(path, &engine.Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	return r.Stats()
+}
+
 // eventuallyPresent waits up to 20 s for every key to be present in the
 // filter at path.
 func eventuallyPresent(t *testing.T, path string, keys ...string) {
@@ -412,10 +422,7 @@ func TestAFeedThatWaitsIsFlushed(t *testing.T) {
 			require.NoError(t, err)
 			eventuallyPresent(t, path, "spam.example")
 			flushed := func() bool {
-				r, err := engine.Open(path, &engine.Options{ReadOnly: true})
-				require.NoError(t, err)
-				defer r.Close()
-				s := r.Stats()
+				s := readerStats(t, path)
 				return s.DiskSeq == s.MemSeq
 			}
 			if idle == "1s" {
