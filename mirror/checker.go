@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 type Checker struct {
 	r    Redis
 	keys keys
-	// view is the live copy's shape, reloaded when its generation changes.
+	// view is the live copy's shape, read again when another copy becomes
+	// live or its sub-filters change.
 	view atomic.Pointer[view]
 }
 
@@ -65,8 +65,10 @@ func (c *Checker) Contains(ctx context.Context, key []byte) (bool, error) {
 }
 
 // ContainsBatch checks every key in one round trip, appending to out[:0].
-// Should the copy change generation under it (a full copy), it reads the new
-// one: answers come from one copy, never a mix.
+// Should another copy have become live (a full copy), or the copy's
+// sub-filters have changed (one opened, or retired), since the checker
+// last read them, it reads them again first: answers come from one copy at
+// one moment, never a mix, and take in every sub-filter the copy holds.
 func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) ([]bool, error) {
 	for attempt := 0; ; attempt++ {
 		v := c.view.Load()
@@ -74,8 +76,11 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 		if err == nil {
 			return append(out[:0], answers...), nil
 		}
-		if !errors.Is(err, errGenChanged) || attempt == genRetries {
+		if !errors.Is(err, ErrCopyChanging) {
 			return nil, err
+		}
+		if attempt == genRetries {
+			return nil, gaveUp(err, attempt+1)
 		}
 		if err := waitGen(ctx, attempt); err != nil {
 			return nil, err
@@ -86,10 +91,9 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 	}
 }
 
-var errGenChanged = errors.New("mirror: the copy changed generation")
-
-// genRetries bounds the reads started again because a full copy replaced
-// the one being read; waitGen spaces them out a little more each time.
+// genRetries bounds the reads started again because the copy changed
+// under them (ErrCopyChanging); waitGen spaces them out a little more each
+// time.
 const genRetries = 10
 
 func waitGen(ctx context.Context, attempt int) error {
@@ -107,8 +111,8 @@ func (c *Checker) read(ctx context.Context, v *view, keys [][]byte) ([]bool, err
 	part := v.meta.part
 	redisKeys := []string{c.keys.meta()}
 	index := map[string]int{}
-	args := make([]any, 0, 1+3*len(keys)*len(subs))
-	args = append(args, v.meta.gen)
+	args := make([]any, 0, 3+3*len(keys)*len(subs))
+	args = append(args, v.meta.gen, "", v.meta.dirSum)
 	placed := make([]engine.Placed, len(keys))
 	for i, key := range keys {
 		placed[i] = v.placement.Place(key)
@@ -127,8 +131,8 @@ func (c *Checker) read(ctx context.Context, v *view, keys [][]byte) ([]bool, err
 	}
 	answer, err := c.r.Eval(ctx, readScript, true, redisKeys, args...)
 	if err != nil {
-		if strings.HasPrefix(scriptError(err), "TBGEN") {
-			return nil, errGenChanged
+		if changed := copyChanged(err); changed != nil {
+			return nil, changed
 		}
 		return nil, readError(err)
 	}

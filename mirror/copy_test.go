@@ -750,24 +750,33 @@ func TestRestoreTakesAChunkOfMemory(t *testing.T) {
 	requireSame(t, ctx, r, "fetched", g)
 }
 
-// TestReadersWhileACopyReplacesIt: a Restore or a Pull whose copy another
-// full copy replaces between two of its reads starts again, and takes the
-// new copy whole rather than failing or mixing the two.
-func TestReadersWhileACopyReplacesIt(t *testing.T) {
-	for i, reader := range []struct {
-		name string
-		read func(context.Context, Redis) (*engine.Snapshot, error)
-	}{
+// wholeReader reads a whole copy: Restore, into a file read back as a
+// snapshot, or Pull.
+type wholeReader struct {
+	name string
+	read func(context.Context, Redis) (*engine.Snapshot, error)
+}
+
+// wholeReaders are Restore and Pull of the copy named name.
+func wholeReaders(t *testing.T, name string) []wholeReader {
+	return []wholeReader{
 		{"restore", func(ctx context.Context, r Redis) (*engine.Snapshot, error) {
-			g, err := Restore(ctx, r, "moving", filepath.Join(t.TempDir(), "moving.tb"), nil)
+			g, err := Restore(ctx, r, name, filepath.Join(t.TempDir(), name+".tb"), nil)
 			if err != nil {
 				return nil, err
 			}
 			defer g.Close()
 			return g.Snapshot()
 		}},
-		{"pull", func(ctx context.Context, r Redis) (*engine.Snapshot, error) { return Pull(ctx, r, "moving") }},
-	} {
+		{"pull", func(ctx context.Context, r Redis) (*engine.Snapshot, error) { return Pull(ctx, r, name) }},
+	}
+}
+
+// TestReadersWhileACopyReplacesIt: a Restore or a Pull whose copy another
+// full copy replaces between two of its reads starts again, and takes the
+// new copy whole rather than failing or mixing the two.
+func TestReadersWhileACopyReplacesIt(t *testing.T) {
+	for i, reader := range wholeReaders(t, "moving") {
 		t.Run(reader.name, func(t *testing.T) {
 			s := redistest.StartServer(t)
 			base := dial(t, s.URL(), false)
@@ -791,6 +800,38 @@ func TestReadersWhileACopyReplacesIt(t *testing.T) {
 			require.NoError(t, err)
 			requireSameSnapshot(t, local, remote)
 			requireSame(t, ctx, base, "moving", f)
+		})
+	}
+}
+
+// TestReadersOfOneSequenceWhileTheWriterShips: changes that a mirror ships
+// while Pull or Restore reads the copy, in many calls, send the read back
+// to the start, so that what it returns is the copy at one sequence, not
+// counters of later changes under an earlier sequence and its tallies.
+func TestReadersOfOneSequenceWhileTheWriterShips(t *testing.T) {
+	for i, reader := range wholeReaders(t, "shipping") {
+		t.Run(reader.name, func(t *testing.T) {
+			base := dial(t, redistest.StartServer(t).URL(), false)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			f := newFilter(t, engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 28 + uint64(i)})
+			require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges))
+			m, err := Attach(f, base, "shipping", smallParts)
+			require.NoError(t, err)
+			defer m.Close()
+			next := uint64(1)
+			addKeys(t, f, &next, 5_000)
+			require.NoError(t, m.Flush(ctx))
+			reads := atomic.Int32{}
+			r := readsThen{base, &reads, 2, func() {
+				addKeys(t, f, &next, 20_000)
+				assert.NoError(t, m.Flush(ctx))
+			}}
+			remote, err := reader.read(ctx, r)
+			require.NoError(t, err)
+			local, err := f.Snapshot()
+			require.NoError(t, err)
+			requireSameSnapshot(t, local, remote)
 		})
 	}
 }

@@ -107,9 +107,14 @@
 //
 // Checkers, Pull and Restore read through a script that checks the
 // generation, so what they read is of one copy: a read that finds another
-// copy live starts again. Restore hands the copy to engine.Import as an
-// export stream written a chunk at a time (engine.WriteExport), so it never
-// holds the filter in memory.
+// copy live starts again. A checker's script also checks the directory it
+// places keys by, and reads it again when sub-filters were opened or
+// retired since. Pull and Restore, which read in many calls, check the
+// sequence, so that what they return is the copy at one change; under a
+// writer that ships changes without pause they give up (ErrCopyChanging).
+// Restore hands the copy to engine.Import as an export stream written a
+// chunk at a time (engine.WriteExport), so it never holds the filter in
+// memory.
 //
 // # Concurrency
 //

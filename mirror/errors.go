@@ -55,6 +55,16 @@ var (
 	// Stats.LastError, and catches up once there is room; Push returns
 	// the error. Checkers read on meanwhile: their script writes nothing.
 	ErrRedisFull = errors.New("mirror: Redis is out of memory")
+
+	// ErrCopyChanging: the copy in Redis changed under each of a read's
+	// attempts. A check reads the copy in one call, and reads again when
+	// another copy became live or the copy's sub-filters changed since it
+	// last read them. Pull and Restore read it in many calls, all of one
+	// sequence, so they read again after any change that their writer
+	// shipped meanwhile: they succeed while the writer pauses (or has
+	// stopped, as after a crash), and under a writer that ships changes
+	// without pause they give up with this error.
+	ErrCopyChanging = errors.New("mirror: the copy kept changing under the read")
 )
 
 // redisFull is err as ErrRedisFull where Redis refused it for want of
@@ -87,6 +97,33 @@ func readError(err error) error {
 var errShortPart = fmt.Errorf("%w: a part of the copy is shorter than the copy says", ErrBadAnswer)
 
 // readAgain reports whether a read of the whole copy (Pull, Restore) is
-// made again after err: another copy became live, or a part is not yet
-// filled.
-func readAgain(err error) bool { return errors.Is(err, errGenChanged) || errors.Is(err, errShortPart) }
+// made again after err: the copy changed, or a part is not yet filled.
+func readAgain(err error) bool {
+	return errors.Is(err, ErrCopyChanging) || errors.Is(err, errShortPart)
+}
+
+// copyChanged is the error of a read that found the copy not the one whose
+// meta hash it read (readScript's TBGEN, TBSEQ or TBDIR), or nil.
+func copyChanged(err error) error {
+	var why string
+	switch scriptError(err) {
+	case "TBGEN":
+		why = "another copy became live"
+	case "TBSEQ":
+		why = "its writer shipped changes"
+	case "TBDIR":
+		why = "its sub-filters changed"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrCopyChanging, why)
+}
+
+// gaveUp is err, the last attempt's, of a read that gives up after
+// attempts of them; if each found the copy changed, it says how many.
+func gaveUp(err error, attempts int) error {
+	if !errors.Is(err, ErrCopyChanging) {
+		return err
+	}
+	return fmt.Errorf("%w (each of %d reads)", err, attempts)
+}

@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -834,20 +836,23 @@ func TestShipRefusesABatchThatSkipsAChange(t *testing.T) {
 }
 
 // TestReadersGiveUpOnACopyThatKeepsChanging: a check, a Pull or a Restore
-// whose copy changes generation before every read reads again genRetries
-// times, then says so, rather than read for as long as its context lasts.
-// The Restore leaves no file.
+// whose copy changes before every read, in a way that sends it back to
+// the start, reads again genRetries times, then says so, rather than read
+// for as long as its context lasts. A check starts again when another copy
+// becomes live or the copy's sub-filters change, and reads on when the
+// copy's writer ships a change; Pull and Restore start again on any of
+// them. The Restore leaves no file.
 func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 	s := redistest.StartServer(t)
 	raw := redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 33})
 	require.NoError(t, f.Add(key(1), 1))
 	plain := dial(t, s.URL(), false)
-	require.NoError(t, push(ctx, f, plain, "churn", nil))
+	meta := keys{"churn"}.meta()
 	path := filepath.Join(t.TempDir(), "churn.tb")
-	for _, reader := range []struct {
+	readers := []struct {
 		name string
 		read func(context.Context, Redis) error
 	}{
@@ -870,23 +875,57 @@ func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 			}
 			return err
 		}},
-	} {
-		t.Run(reader.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			reads := 0
-			r := callHook{plain, func(sc *Script, _ []string) {
-				if sc == readScript {
-					reads++
-					// A full copy just switched. (assert: a Restore reads
-					// from a goroutine of its own.)
-					assert.NoError(t, raw.HIncrBy(ctx, keys{"churn"}.meta(), "gen", 1).Err())
+	}
+	// Each change is made before every read of the copy's counters. (A
+	// Restore reads from a goroutine of its own, so they assert.)
+	changes := []struct {
+		name   string
+		change func()
+		why    string          // what the error says of it
+		reads  map[string]bool // the readers it sends back to the start
+	}{
+		{"another copy", func() { assert.NoError(t, raw.HIncrBy(ctx, meta, "gen", 1).Err()) },
+			"another copy became live", map[string]bool{"check": true, "pull": true, "restore": true}},
+		{"a shipped change", func() { assert.NoError(t, raw.HIncrBy(ctx, meta, "seq", 1).Err()) },
+			"its writer shipped changes", map[string]bool{"pull": true, "restore": true}},
+		// The same sub-filters written with one more space: another
+		// directory to its checksum, the same to a reader that decodes it.
+		{"new sub-filters", func() {
+			dir, err := raw.HGet(ctx, meta, "dir").Result()
+			assert.NoError(t, err)
+			assert.NoError(t, raw.HSet(ctx, meta, "dir", dir+" ").Err())
+		}, "its sub-filters changed", map[string]bool{"check": true}},
+	}
+	for _, change := range changes {
+		for _, reader := range readers {
+			t.Run(change.name+"/"+reader.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				// A whole copy for each: the last one's changes leave the
+				// meta hash naming parts no copy wrote.
+				require.NoError(t, push(ctx, f, plain, "churn", nil))
+				reads := 0
+				r := callHook{plain, func(sc *Script, _ []string) {
+					if sc == readScript {
+						reads++
+						change.change()
+					}
+				}}
+				err := reader.read(ctx, r)
+				if !change.reads[reader.name] {
+					require.NoError(t, err, "read on")
+					assert.Equal(t, 1, reads)
+					if reader.name == "restore" {
+						require.NoError(t, os.Remove(path))
+					}
+					return
 				}
-			}}
-			require.ErrorIs(t, reader.read(ctx, r), errGenChanged)
-			assert.NoError(t, ctx.Err(), "given up before the context ended")
-			assert.Equal(t, genRetries+1, reads)
-			assert.NoFileExists(t, path)
-		})
+				require.ErrorIs(t, err, ErrCopyChanging)
+				assert.ErrorContains(t, err, fmt.Sprintf("%s (each of %d reads)", change.why, genRetries+1))
+				assert.NoError(t, ctx.Err(), "given up before the context ended")
+				assert.Equal(t, genRetries+1, reads)
+				assert.NoFileExists(t, path)
+			})
+		}
 	}
 }

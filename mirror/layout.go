@@ -1,6 +1,8 @@
 package mirror
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +74,9 @@ type copyMeta struct {
 	gen, seq, part uint64
 	config         engine.Config
 	subs           []engine.SubFilterStats // geometry, ids and tallies
+	// dirSum is the SHA-1 of the directory as the meta hash holds it, in
+	// hex: what a checker's reads pin (see readScript).
+	dirSum string
 }
 
 // configJSON and subJSON are the meta hash's encodings, with stable names.
@@ -198,6 +203,8 @@ func decodeMeta(answer any) (copyMeta, error) {
 	if json.Unmarshal([]byte(fields["config"]), &cfg) != nil || json.Unmarshal([]byte(fields["dir"]), &dir) != nil || m.part == 0 || m.part%64 != 0 {
 		return copyMeta{}, fmt.Errorf("%w: meta config or directory", ErrBadAnswer)
 	}
+	sum := sha1.Sum([]byte(fields["dir"]))
+	m.dirSum = hex.EncodeToString(sum[:])
 	m.config = engine.Config{Capacity: cfg.Capacity, ErrorRate: cfg.ErrorRate, Tightening: cfg.Tightening, Growth: cfg.Growth, Seed: cfg.Seed, Fixed: cfg.Fixed, CountersOnly: cfg.CountersOnly}
 	for _, d := range dir {
 		s := engine.SubFilterStats{Level: d.Level, FirstID: d.FirstID, Capacity: d.Capacity, K: d.K, Blocks: d.Blocks, Flat: d.Flat, Bytes: d.Blocks * 64}

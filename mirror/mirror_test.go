@@ -210,6 +210,59 @@ func testCheckerAgrees(t *testing.T, r Redis) {
 	assert.True(t, one)
 }
 
+// TestCheckerFollowsTheSubFilters: a checker made before the chain grows
+// finds the keys of every sub-filter opened since, and one made before the
+// oldest sub-filters are retired and their levels opened again answers as
+// the filter does, never from a retired sub-filter's shape.
+func TestCheckerFollowsTheSubFilters(t *testing.T) {
+	eachRedis(t, testCheckerFollowsTheSubFilters)
+}
+
+func testCheckerFollowsTheSubFilters(t *testing.T, r Redis) {
+	ctx := context.Background()
+	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 11})
+	m, err := Attach(f, r, "grows", nil)
+	require.NoError(t, err)
+	defer m.Close()
+	next := uint64(1)
+	addKeys(t, f, &next, 500)
+	require.NoError(t, m.Flush(ctx))
+	c, err := NewChecker(ctx, r, "grows")
+	require.NoError(t, err)
+	require.Len(t, f.Stats().SubFilters, 1)
+
+	// agrees checks keys 1 to 2*next against the filter: members and as
+	// many keys never added.
+	agrees := func(when string) {
+		t.Helper()
+		var batch [][]byte
+		for i := uint64(1); i < 2*next; i++ {
+			batch = append(batch, key(i))
+		}
+		out, err := c.ContainsBatch(ctx, batch, nil)
+		require.NoError(t, err)
+		for i, k := range batch {
+			require.Equal(t, f.Contains(k), out[i], "%s: key %d", when, i+1)
+		}
+	}
+	addKeys(t, f, &next, 3500)
+	require.NoError(t, m.Flush(ctx))
+	require.Len(t, f.Stats().SubFilters, 4)
+	agrees("after the chain grew")
+
+	retired := f.Stats().SubFilters[0].Level
+	dropOldest(t, f)
+	dropOldest(t, f)
+	addKeys(t, f, &next, 1500)
+	require.NoError(t, m.Flush(ctx))
+	levels := []int{}
+	for _, sub := range f.Stats().SubFilters {
+		levels = append(levels, sub.Level)
+	}
+	require.Contains(t, levels, retired, "a retired level opened again")
+	agrees("after sub-filters were retired and their levels opened again")
+}
+
 // push is Push for tests that need only its error.
 func push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Options) error {
 	_, err := Push(ctx, f, r, name, opts)

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/tallybloom/tallybloom/engine"
 )
 
 // Pull reads the copy of the filter name from Redis into memory: the same
-// parameters, directory, tallies and counter bytes, consistent at one
-// generation.
+// parameters, directory, tallies and counter bytes, all at the copy's one
+// sequence. A change shipped during the read starts it again, and a copy
+// that changed under each of 11 reads is ErrCopyChanging.
 func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 	k, err := target(r, name)
 	if err != nil {
@@ -20,8 +20,11 @@ func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		snap, err := pull(ctx, r, k)
-		if !readAgain(err) || attempt == genRetries {
+		if !readAgain(err) {
 			return snap, err
+		}
+		if attempt == genRetries {
+			return nil, gaveUp(err, attempt+1)
 		}
 		if err := waitGen(ctx, attempt); err != nil {
 			return nil, err
@@ -65,13 +68,14 @@ const (
 
 // readCounters reads len(dst) bytes of the counters of sub-filter i of the
 // copy meta describes, from byte offset, in calls of at most chunkBytes
-// bytes and readRanges parts. It returns errGenChanged if another copy
-// replaced that one meanwhile.
+// bytes and readRanges parts, all at the copy's sequence. It returns
+// ErrCopyChanging if another copy replaced that one meanwhile, or its
+// writer shipped a change.
 func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, offset uint64, dst []byte) error {
 	sub := meta.subs[i]
 	for len(dst) > 0 {
 		keys := []string{k.meta()}
-		args := []any{meta.gen}
+		args := []any{meta.gen, meta.seq, ""}
 		var lengths []uint64
 		asked := uint64(0)
 		for at := offset; asked < uint64(len(dst)) && asked < chunkBytes && len(lengths) < readRanges; {
@@ -85,8 +89,8 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 		}
 		answer, err := r.Eval(ctx, readScript, true, keys, args...)
 		if err != nil {
-			if strings.HasPrefix(scriptError(err), "TBGEN") {
-				return errGenChanged
+			if changed := copyChanged(err); changed != nil {
+				return changed
 			}
 			return readError(err)
 		}
@@ -114,7 +118,8 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 }
 
 // Restore creates a filter file at path from the copy in Redis: counters
-// byte-identical, same parameters, directory and sequence. It fails with
+// byte-identical, same parameters, directory and sequence, read at that
+// sequence as Pull reads it. It fails with
 // engine.ErrExists if path exists, unless opts.Replace lets it replace a
 // filter file (one a machine crash left unclean, say), and leaves no file,
 // and the one it would replace as it was, if Redis answers anything wrong.
@@ -147,8 +152,11 @@ func restore(ctx context.Context, r Redis, name string, importer func(io.Reader)
 	}
 	for attempt := 0; ; attempt++ {
 		f, err := restoreOnce(ctx, r, k, importer)
-		if !readAgain(err) || attempt == genRetries {
+		if !readAgain(err) {
 			return f, err
+		}
+		if attempt == genRetries {
+			return nil, gaveUp(err, attempt+1)
 		}
 		if err := waitGen(ctx, attempt); err != nil {
 			return nil, err

@@ -223,17 +223,26 @@ redis.call('RENAME', KEYS[2], KEYS[1])
 return 'OK'
 `)
 
-// readScript reads byte ranges of the live copy, if it is still the copy of
-// generation ARGV[1]. KEYS[1] is the meta hash, the others parts; ARGV then
-// holds (key index, first byte, last byte) triples. A range past the end
-// of a part not yet filled reads short (see applyOps); a range that reads
-// short from a part that does not exist raises TBPART and its name, so
-// that a copy Redis lost part of is never read as zeros.
+// readScript reads byte ranges of the live copy, if it is still the copy
+// whose meta hash the reader read: of generation ARGV[1], at sequence
+// ARGV[2] unless that is empty, and of the directory whose SHA-1 is
+// ARGV[3] unless that is empty. A read that spans calls (Pull, Restore)
+// pins the sequence, so that the bytes it puts together are of one
+// change; a checker, whose one call reads at one moment, pins the
+// directory, by which it places keys, so that it never misses a
+// sub-filter opened since it read it, or reads a retired one's room. Each
+// raises TBGEN, TBSEQ or TBDIR. KEYS[1] is the meta hash, the others
+// parts; ARGV then holds (key index, first byte, last byte) triples. A
+// range past the end of a part not yet filled reads short (see applyOps);
+// a range that reads short from a part that does not exist raises TBPART
+// and its name, so that a copy Redis lost part of is never read as zeros.
 var readScript = newScript(`
-local gen = redis.call('HGET', KEYS[1], 'gen')
-if gen ~= ARGV[1] then return redis.error_reply('TBGEN') end
+local meta = KEYS[1]
+if redis.call('HGET', meta, 'gen') ~= ARGV[1] then return redis.error_reply('TBGEN') end
+if ARGV[2] ~= '' and redis.call('HGET', meta, 'seq') ~= ARGV[2] then return redis.error_reply('TBSEQ') end
+if ARGV[3] ~= '' and redis.sha1hex(redis.call('HGET', meta, 'dir') or '') ~= ARGV[3] then return redis.error_reply('TBDIR') end
 local out = {}
-for i = 2, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local key, first, last = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i+1]), tonumber(ARGV[i+2])
   local b = redis.call('GETRANGE', key, first, last)
   if #b <= last - first and redis.call('EXISTS', key) == 0 then return redis.error_reply('TBPART ' .. key) end
