@@ -106,7 +106,8 @@ func readAgain(err error) bool {
 // meta hash it read (readScript's TBGEN, TBSEQ or TBDIR), or nil.
 func copyChanged(err error) error {
 	var why string
-	switch scriptError(err) {
+	code, _, _ := strings.Cut(scriptError(err), " ")
+	switch code {
 	case "TBGEN":
 		why = "another copy became live"
 	case "TBSEQ":
