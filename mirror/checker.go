@@ -79,10 +79,10 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 		if !errors.Is(err, ErrCopyChanging) {
 			return nil, err
 		}
-		if attempt == genRetries {
+		if attempt+1 == checkAttempts {
 			return nil, gaveUp(err, attempt+1)
 		}
-		if err := waitGen(ctx, attempt); err != nil {
+		if err := waitCheck(ctx, attempt); err != nil {
 			return nil, err
 		}
 		if err := c.reload(ctx); err != nil {
@@ -91,12 +91,14 @@ func (c *Checker) ContainsBatch(ctx context.Context, keys [][]byte, out []bool) 
 	}
 }
 
-// genRetries bounds the reads started again because the copy changed
-// under them (ErrCopyChanging); waitGen spaces them out a little more each
-// time.
-const genRetries = 10
+// checkAttempts bounds the reads of a check that the copy's changes send
+// back to the start (ErrCopyChanging); waitCheck spaces them out a little
+// more each time. A check reads in one call, so it starts again only when
+// another copy became live or the sub-filters changed, seldom twice in a
+// row.
+const checkAttempts = 11
 
-func waitGen(ctx context.Context, attempt int) error {
+func waitCheck(ctx context.Context, attempt int) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

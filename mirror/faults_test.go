@@ -837,8 +837,8 @@ func TestShipRefusesABatchThatSkipsAChange(t *testing.T) {
 
 // TestReadersGiveUpOnACopyThatKeepsChanging: a check, a Pull or a Restore
 // whose copy changes before every read, in a way that sends it back to
-// the start, reads again genRetries times, then says so, rather than read
-// for as long as its context lasts. A check starts again when another copy
+// the start, reads checkAttempts or wholeAttempts times, then says so,
+// rather than read for as long as its context lasts. A check starts again when another copy
 // becomes live or the copy's sub-filters change, and reads on when the
 // copy's writer ships a change; Pull and Restore start again on any of
 // them. The Restore leaves no file.
@@ -853,10 +853,11 @@ func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 	meta := keys{"churn"}.meta()
 	path := filepath.Join(t.TempDir(), "churn.tb")
 	readers := []struct {
-		name string
-		read func(context.Context, Redis) error
+		name     string
+		attempts int
+		read     func(context.Context, Redis) error
 	}{
-		{"check", func(ctx context.Context, r Redis) error {
+		{"check", checkAttempts, func(ctx context.Context, r Redis) error {
 			c, err := NewChecker(ctx, r, "churn")
 			if err != nil {
 				return err
@@ -864,11 +865,11 @@ func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 			_, err = c.Contains(ctx, key(1))
 			return err
 		}},
-		{"pull", func(ctx context.Context, r Redis) error {
+		{"pull", wholeAttempts, func(ctx context.Context, r Redis) error {
 			_, err := Pull(ctx, r, "churn")
 			return err
 		}},
-		{"restore", func(ctx context.Context, r Redis) error {
+		{"restore", wholeAttempts, func(ctx context.Context, r Redis) error {
 			g, err := Restore(ctx, r, "churn", path, nil)
 			if err == nil {
 				g.Close()
@@ -911,6 +912,7 @@ func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 						change.change()
 					}
 				}}
+				start := time.Now()
 				err := reader.read(ctx, r)
 				if !change.reads[reader.name] {
 					require.NoError(t, err, "read on")
@@ -921,9 +923,13 @@ func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
 					return
 				}
 				require.ErrorIs(t, err, ErrCopyChanging)
-				assert.ErrorContains(t, err, fmt.Sprintf("%s (each of %d reads)", change.why, genRetries+1))
+				assert.ErrorContains(t, err, fmt.Sprintf("%s (each of %d reads)", change.why, reader.attempts))
 				assert.NoError(t, ctx.Err(), "given up before the context ended")
-				assert.Equal(t, genRetries+1, reads)
+				assert.Equal(t, reader.attempts, reads)
+				if reader.attempts == wholeAttempts {
+					// The pauses of 1, 2, 4 ms and so on, at most 100 ms.
+					assert.GreaterOrEqual(t, time.Since(start), 1300*time.Millisecond, "paused between reads")
+				}
 				assert.NoFileExists(t, path)
 			})
 		}

@@ -5,29 +5,50 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/tallybloom/tallybloom/engine"
 )
 
 // Pull reads the copy of the filter name from Redis into memory: the same
 // parameters, directory, tallies and counter bytes, all at the copy's one
-// sequence. A change shipped during the read starts it again, and a copy
-// that changed under each of 11 reads is ErrCopyChanging.
+// sequence. A change shipped during the read starts it again, after a
+// pause that doubles each time; after about 1.3 s of those it returns
+// ErrCopyChanging.
 func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 	k, err := target(r, name)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		snap, err := pull(ctx, r, k)
+	return readWhole(ctx, func() (*engine.Snapshot, error) { return pull(ctx, r, k) })
+}
+
+// wholeAttempts and wholePause bound the reads of a whole copy (Pull,
+// Restore) that the copy's changes send back to the start: the pause after
+// attempt i is wholePause<<i, at most 100 ms, about 1.3 s in all, as
+// engine.Filter.Snapshot waits in a reader for its writer to pause.
+const (
+	wholeAttempts = 20
+	wholePause    = time.Millisecond
+)
+
+// readWhole runs once, a read of the whole copy, again while the copy
+// changes under it or a part is not yet filled, at most wholeAttempts
+// times.
+func readWhole[T any](ctx context.Context, once func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		got, err := once()
 		if !readAgain(err) {
-			return snap, err
+			return got, err
 		}
-		if attempt == genRetries {
-			return nil, gaveUp(err, attempt+1)
+		var none T
+		if attempt == wholeAttempts {
+			return none, gaveUp(err, attempt)
 		}
-		if err := waitGen(ctx, attempt); err != nil {
-			return nil, err
+		select {
+		case <-ctx.Done():
+			return none, ctx.Err()
+		case <-time.After(min(wholePause<<(attempt-1), 100*time.Millisecond)):
 		}
 	}
 }
@@ -119,7 +140,7 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 
 // Restore creates a filter file at path from the copy in Redis: counters
 // byte-identical, same parameters, directory and sequence, read at that
-// sequence as Pull reads it. It fails with
+// sequence as Pull reads it (ErrCopyChanging if it cannot be). It fails with
 // engine.ErrExists if path exists, unless opts.Replace lets it replace a
 // filter file (one a machine crash left unclean, say), and leaves no file,
 // and the one it would replace as it was, if Redis answers anything wrong.
@@ -144,24 +165,13 @@ func RestoreAs(ctx context.Context, r Redis, name, path string, countersOnly boo
 
 // restore hands the copy to importer as an export stream, read from Redis
 // a chunk at a time as importer takes it, so that the filter is never in
-// memory whole. If another copy replaces it meanwhile, it starts again.
+// memory whole. If the copy changes meanwhile, it starts again.
 func restore(ctx context.Context, r Redis, name string, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
 	k, err := target(r, name)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		f, err := restoreOnce(ctx, r, k, importer)
-		if !readAgain(err) {
-			return f, err
-		}
-		if attempt == genRetries {
-			return nil, gaveUp(err, attempt+1)
-		}
-		if err := waitGen(ctx, attempt); err != nil {
-			return nil, err
-		}
-	}
+	return readWhole(ctx, func() (*engine.Filter, error) { return restoreOnce(ctx, r, k, importer) })
 }
 
 // restoreOnce is one attempt of restore. A failed read ends the stream

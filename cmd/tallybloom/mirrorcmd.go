@@ -231,11 +231,11 @@ func mirrorPullCommand() *cobra.Command {
 		Long: `Create FILE from the copy named NAME in Redis: byte-identical counters, same
 parameters, directory and sequence. The copy is read at one sequence: a
 change its writer ships meanwhile starts the read again, and a copy that
-changed under each of 11 reads is refused. FILE keeps presence bits or not
-as the filter the copy came from did, unless --presence-bits or
---counters-only says otherwise. --replace makes FILE in place of a filter
-file there (one a machine crash left unclean), unless a writer has it
-open; if the pull fails, that file stays as it was.`,
+kept changing for about 1.3 s of reads is refused. FILE keeps presence
+bits or not as the filter the copy came from did, unless --presence-bits
+or --counters-only says otherwise. --replace makes FILE in place of a
+filter file there (one a machine crash left unclean), unless a writer has
+it open; if the pull fails, that file stays as it was.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := remote.dial()
