@@ -25,7 +25,7 @@ func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 
 // wholeAttempts and wholePause bound the reads of a whole copy (Pull,
 // Restore) that the copy's changes send back to the start: the pause after
-// attempt i is wholePause<<i, at most 100 ms, about 1.3 s in all, as
+// the nth is wholePause<<(n-1), at most 100 ms, about 1.3 s in all, as
 // engine.Filter.Snapshot waits in a reader for its writer to pause.
 const (
 	wholeAttempts = 20
