@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,6 +280,49 @@ func TestMirrorPushFollowsAFileRenamedOverIt(t *testing.T) {
 	assert.Equal(t, "present\tnewer\n", answers)
 	require.NoError(t, follower.Process.Signal(syscall.SIGINT))
 	require.NoError(t, follower.Wait(), errOut.String())
+}
+
+// openFollowed opens the file the path names when it is done: a file
+// renamed over the path while it opened the one before is opened in turn,
+// and a path renamed over at every open is given up on after three, with
+// ErrBusy.
+func TestOpenFollowedOpensTheFileThePathNames(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	var spares []string
+	for i := range 4 {
+		spare := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+		_, errs, code := tallybloom(t, "add", spare, "--id", "1", fmt.Sprintf("spare-%d", i))
+		require.Equal(t, 0, code, errs)
+		spares = append(spares, spare)
+	}
+	// replacing renames the next spare over path once path is open, at
+	// each of its first times opens.
+	opens := 0
+	replacing := func(times int) *engine.Options {
+		opens = 0
+		return &engine.Options{ReadOnly: true, OpenFile: func(name string, flag int, perm fs.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if name == path && err == nil {
+				opens++
+				if opens <= times {
+					require.NoError(t, os.Rename(spares[0], path))
+					spares = spares[1:]
+				}
+			}
+			return f, err
+		}}
+	}
+
+	f, err := openFollowed(path, replacing(1))
+	require.NoError(t, err)
+	assert.Equal(t, 2, opens)
+	assert.True(t, f.ContainsString("spare-0"), "the file renamed over the path while the first opened")
+	require.NoError(t, f.Close())
+
+	_, err = openFollowed(path, replacing(3))
+	require.ErrorIs(t, err, engine.ErrBusy)
+	assert.ErrorContains(t, err, path+" was replaced each time it was opened")
+	assert.Equal(t, 3, opens)
 }
 
 // A file renamed over FILE that cannot be opened leaves the follower
