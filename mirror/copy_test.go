@@ -367,7 +367,7 @@ func TestCopyWaitsOutAnOutage(t *testing.T) {
 			back := make(chan struct{})
 			r := &countingStarts{Redis: callHook{dial(t, s.URL(), false), func(sc *Script, keys []string) {
 				if c.at(sc, keys) && paused.CompareAndSwap(false, true) {
-					addKeys(t, f, &next, c.adds)
+					addKeysInHook(t, f, &next, c.adds)
 					s.Pause()
 					time.AfterFunc(600*time.Millisecond, func() { s.Resume(); close(back) })
 				}
