@@ -848,6 +848,59 @@ func TestReadersOfOneSequenceWhileTheWriterShips(t *testing.T) {
 	}
 }
 
+// TestASmallCopyIsReadInOneCall: the counters of a copy that fit one read,
+// though they lie in several sub-filters, are read in one call, so a writer
+// that ships a change after every read of the copy cannot hold Pull or
+// Restore off, as it would a copy read in several calls.
+func TestASmallCopyIsReadInOneCall(t *testing.T) {
+	for i, reader := range wholeReaders(t, "small") {
+		t.Run(reader.name, func(t *testing.T) {
+			base := dial(t, redistest.StartServer(t).URL(), false)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 38 + uint64(i)})
+			m, err := Attach(f, base, "small", nil)
+			require.NoError(t, err)
+			defer m.Close()
+			next := uint64(1)
+			addKeys(t, f, &next, 3_500)
+			require.NoError(t, m.Flush(ctx))
+			require.Len(t, f.Stats().SubFilters, 4)
+
+			// After each read, what the read saw, then a change shipped.
+			var seen *engine.Snapshot
+			reads := 0
+			r := afterCall{base, func(s *Script) {
+				if s != readScript {
+					return
+				}
+				reads++
+				var err error
+				seen, err = f.Snapshot()
+				assert.NoError(t, err)
+				addKeysInHook(t, f, &next, 1)
+				assert.NoError(t, m.Flush(ctx))
+			}}
+			remote, err := reader.read(ctx, r)
+			require.NoError(t, err)
+			assert.Equal(t, 1, reads)
+			requireSameSnapshot(t, seen, remote)
+		})
+	}
+}
+
+// afterCall is a client that calls then after each call it makes.
+type afterCall struct {
+	Redis
+	then func(s *Script)
+}
+
+func (c afterCall) Eval(ctx context.Context, s *Script, readOnly bool, keys []string, args ...any) (any, error) {
+	answer, err := c.Redis.Eval(ctx, s, readOnly, keys, args...)
+	c.then(s)
+	return answer, err
+}
+
 // readsThen is a client that calls then once, before read number at of a
 // copy's counters.
 type readsThen struct {

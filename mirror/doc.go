@@ -109,9 +109,10 @@
 // generation, so what they read is of one copy: a read that finds another
 // copy live starts again. A checker's script also checks the directory it
 // places keys by, and reads it again when sub-filters were opened or
-// retired since. Pull and Restore, which read in many calls, check the
-// sequence, so that what they return is the copy at one change; under a
-// writer that ships changes without pause they give up (ErrCopyChanging).
+// retired since. Pull and Restore, which read a copy of more than 8 MiB of
+// counters in many calls, check the sequence, so that what they return is
+// the copy at one change; under a writer that ships changes without pause
+// they give up (ErrCopyChanging). A smaller copy they read in one call.
 // Restore hands the copy to engine.Import as an export stream written a
 // chunk at a time (engine.WriteExport), so it never holds the filter in
 // memory.

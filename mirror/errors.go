@@ -59,12 +59,13 @@ var (
 	// ErrCopyChanging: the copy in Redis changed under each of a read's
 	// attempts. A check reads the copy in one call, and reads again when
 	// another copy became live or the copy's sub-filters changed since it
-	// last read them, 11 times at most. Pull and Restore read it in many
-	// calls, all of one sequence, so they read again after any change that
-	// their writer shipped meanwhile, pausing longer each time: they
-	// succeed while the writer pauses for as long as a read takes (or has
-	// stopped, as after a crash), and under a writer that ships changes
-	// without such a pause they give up with this error after about 1.3 s.
+	// last read them, 11 times at most. Pull and Restore read a copy of
+	// more than 8 MiB of counters in many calls, all of one sequence, so
+	// they read again after any change that their writer shipped
+	// meanwhile, pausing longer each time: they succeed while the writer
+	// pauses for as long as a read takes (or has stopped, as after a
+	// crash), and under a writer that ships changes without such a pause
+	// they give up with this error after about 1.3 s.
 	ErrCopyChanging = errors.New("mirror: the copy kept changing under the read")
 )
 

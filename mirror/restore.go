@@ -58,26 +58,62 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	counters := make([][]byte, len(meta.subs))
-	for i, sub := range meta.subs {
-		// Grown a chunk at a time as the copy answers, so that a directory
-		// claiming more than Redis holds cannot make it allocate the claim.
-		size := sub.Blocks * 64
-		region := make([]byte, 0, min(size, chunkBytes))
-		for offset := uint64(0); offset < size; offset += chunkBytes {
-			n := min(chunkBytes, size-offset)
-			region = append(region, make([]byte, n)...)
-			if err := readCounters(ctx, r, k, meta, i, offset, region[offset:]); err != nil {
-				return nil, err
-			}
-		}
-		counters[i] = region
+	counters, err := readSmall(ctx, r, k, meta)
+	if err == nil && counters == nil {
+		counters, err = readInChunks(ctx, r, k, meta)
+	}
+	if err != nil {
+		return nil, err
 	}
 	snap, err := engine.NewSnapshot(meta.config, meta.seq, meta.subs, counters)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadAnswer, err)
 	}
 	return snap, nil
+}
+
+// readSmall reads the counters of a copy that fit one read (at most
+// chunkBytes bytes in at most readRanges parts) in one call, so that no
+// change its writer ships can fall between two of its reads: such a copy
+// is read whole however busy its writer. It returns nil for a larger copy.
+func readSmall(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte, error) {
+	if _, ok := partCount(meta, readRanges); !ok {
+		return nil, nil
+	}
+	total := uint64(0)
+	for _, sub := range meta.subs {
+		total += sub.Blocks * 64
+	}
+	if total > chunkBytes {
+		return nil, nil
+	}
+	counters := make([][]byte, len(meta.subs))
+	spans := make([]counterSpan, len(meta.subs))
+	for i, sub := range meta.subs {
+		counters[i] = make([]byte, sub.Blocks*64)
+		spans[i] = counterSpan{sub: i, dst: counters[i]}
+	}
+	return counters, readCounters(ctx, r, k, meta, spans...)
+}
+
+// readInChunks reads a copy's counters a chunk at a time, each
+// sub-filter's grown as the copy answers, so that a directory claiming
+// more than Redis holds cannot make it allocate the claim.
+func readInChunks(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte, error) {
+	counters := make([][]byte, len(meta.subs))
+	for i, sub := range meta.subs {
+		size := sub.Blocks * 64
+		region := make([]byte, 0, min(size, chunkBytes))
+		for offset := uint64(0); offset < size; offset += chunkBytes {
+			n := min(chunkBytes, size-offset)
+			region = append(region, make([]byte, n)...)
+			if err := readCounters(ctx, r, k, meta, counterSpan{i, offset, region[offset:]}); err != nil {
+				return nil, err
+			}
+		}
+		counters[i] = region
+	}
+	return counters, nil
 }
 
 // chunkBytes is the most counter bytes one call to Redis writes or reads,
@@ -87,26 +123,38 @@ const (
 	readRanges = 256
 )
 
-// readCounters reads len(dst) bytes of the counters of sub-filter i of the
-// copy meta describes, from byte offset, in calls of at most chunkBytes
-// bytes and readRanges parts, all at the copy's sequence. It returns
-// ErrCopyChanging if another copy replaced that one meanwhile, or its
-// writer shipped a change.
-func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, offset uint64, dst []byte) error {
-	sub := meta.subs[i]
-	for len(dst) > 0 {
+// counterSpan is len(dst) bytes of the counters of sub-filter sub of a
+// copy, from byte offset.
+type counterSpan struct {
+	sub    int
+	offset uint64
+	dst    []byte
+}
+
+// readCounters reads spans of the copy meta describes, in calls of at most
+// chunkBytes bytes and readRanges parts, all at the copy's sequence. It
+// returns ErrCopyChanging if another copy replaced that one meanwhile, or
+// its writer shipped a change. It advances the spans it is given as it
+// reads them.
+func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, spans ...counterSpan) error {
+	for len(spans) > 0 {
 		keys := []string{k.meta()}
 		args := []any{meta.gen, meta.seq, ""}
-		var lengths []uint64
-		asked := uint64(0)
-		for at := offset; asked < uint64(len(dst)) && asked < chunkBytes && len(lengths) < readRanges; {
-			p := at / meta.part
-			first := at - p*meta.part
-			n := min(meta.part-first, uint64(len(dst))-asked, chunkBytes-asked)
-			keys = append(keys, k.part(meta.gen, sub.Level, p))
+		var asked []counterSpan // a range of one part each
+		total := uint64(0)
+		for len(spans) > 0 && total < chunkBytes && len(asked) < readRanges {
+			sp := &spans[0]
+			p := sp.offset / meta.part
+			first := sp.offset - p*meta.part
+			n := min(meta.part-first, uint64(len(sp.dst)), chunkBytes-total)
+			keys = append(keys, k.part(meta.gen, meta.subs[sp.sub].Level, p))
 			args = append(args, len(keys), first, first+n-1)
-			lengths = append(lengths, n)
-			at, asked = at+n, asked+n
+			asked = append(asked, counterSpan{sp.sub, sp.offset, sp.dst[:n]})
+			total += n
+			sp.offset, sp.dst = sp.offset+n, sp.dst[n:]
+			if len(sp.dst) == 0 {
+				spans = spans[1:]
+			}
 		}
 		answer, err := r.Eval(ctx, readScript, true, keys, args...)
 		if err != nil {
@@ -116,23 +164,23 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, i int, of
 			return readError(err)
 		}
 		list, ok := answer.([]any)
-		if !ok || len(list) != len(lengths) {
-			return fmt.Errorf("%w: %T of %d ranges for %d", ErrBadAnswer, answer, lenOf(answer), len(lengths))
+		if !ok || len(list) != len(asked) {
+			return fmt.Errorf("%w: %T of %d ranges for %d", ErrBadAnswer, answer, lenOf(answer), len(asked))
 		}
-		for j, n := range lengths {
+		for j, a := range asked {
+			level, n := meta.subs[a.sub].Level, len(a.dst)
 			b, ok := list[j].(string)
-			if !ok || uint64(len(b)) > n {
-				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d", ErrBadAnswer, sub.Level, len(b), offset, n)
+			if !ok || len(b) > n {
+				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d", ErrBadAnswer, level, len(b), a.offset, n)
 			}
-			if uint64(len(b)) < n {
+			if len(b) < n {
 				// A part a batch just made, not yet filled (see
 				// applyOps), or damage: read again, a few times, and
 				// then refuse, rather than take the claim of a copy
 				// that may not hold what it says.
-				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d (a sub-filter its writer opened and has not filled yet, or stopped filling: its next full copy mends it)", errShortPart, sub.Level, len(b), offset, n)
+				return fmt.Errorf("%w: level %d: %d bytes at %d, want %d (a sub-filter its writer opened and has not filled yet, or stopped filling: its next full copy mends it)", errShortPart, level, len(b), a.offset, n)
 			}
-			copy(dst, b)
-			dst, offset = dst[n:], offset+n
+			copy(a.dst, b)
 		}
 	}
 	return nil
@@ -182,11 +230,19 @@ func restoreOnce(ctx context.Context, r Redis, k keys, importer func(io.Reader) 
 	if err != nil {
 		return nil, err
 	}
+	small, err := readSmall(ctx, r, k, meta)
+	if err != nil {
+		return nil, err
+	}
 	pr, pw := io.Pipe()
 	read := make(chan error, 1)
 	go func() {
 		err := engine.WriteExport(pw, meta.config, meta.seq, meta.subs, func(i int, offset uint64, dst []byte) error {
-			return readCounters(ctx, r, k, meta, i, offset, dst)
+			if small != nil {
+				copy(dst, small[i][offset:])
+				return nil
+			}
+			return readCounters(ctx, r, k, meta, counterSpan{i, offset, dst})
 		})
 		pw.CloseWithError(err)
 		read <- err
