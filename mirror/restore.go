@@ -74,8 +74,9 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 
 // readSmall reads the counters of a copy that fit one read (at most
 // chunkBytes bytes in at most readRanges parts) in one call, so that no
-// change its writer ships can fall between two of its reads: such a copy
-// is read whole however busy its writer. It returns nil for a larger copy.
+// change its writer ships can fall between two of its reads: only one
+// shipped between the read of the meta hash and this call sends such a
+// copy's read back. It returns nil for a larger copy.
 func readSmall(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte, error) {
 	if _, ok := partCount(meta, readRanges); !ok {
 		return nil, nil
