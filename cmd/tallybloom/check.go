@@ -32,7 +32,9 @@ any is absent. FILE may be a filter file, an export or a frozen export,
 binary or base64; an export may come through a pipe (check <(curl -s URL)
 KEY, or /dev/stdin). With --name NAME there is no FILE: keys are checked
 against the copy in Redis at --redis URL, or at $TALLYBLOOM_REDIS (see
-mirror push), with the same output.
+mirror push), with the same output. A filter file renamed over FILE while
+check reads keys (as import --replace and mirror pull --replace put one
+there) is checked from the next keys on, and standard error says so.
 
 --url treats each key as a URL and checks the canonical form add --url
 stores it under. --rollup checks that form and its parents: the host with
@@ -57,12 +59,12 @@ command goes on, and exits 2 at the end.`,
 				defer closeRedis()
 				c = rc
 			} else {
-				local, closeFilter, err := openForCheck(args[0], filterOptions(cmd, true))
+				local, closeFilter, err := openForCheck(args[0], filterOptions(cmd, true), cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
 				defer closeFilter()
-				c = localChecker{local}
+				c = local
 				args = args[1:]
 			}
 			form := asKeys
@@ -152,6 +154,22 @@ const checkBatch = 512
 // batchChecker answers many keys at once.
 type batchChecker interface {
 	ContainsBatch(keys []string) ([]bool, error)
+}
+
+// followingChecker checks against the filter file its path names: before
+// each batch of keys it looks whether another file was renamed over the
+// path (the way a filter file is replaced, by import --replace or mirror
+// pull --replace) and checks against that one from then on, so that a
+// check fed for days does not answer from a file no writer changes any
+// more.
+type followingChecker struct {
+	file *followedFile
+	said io.Writer
+}
+
+func (c *followingChecker) ContainsBatch(keys []string) ([]bool, error) {
+	c.file.follow(c.said, "checking", "checked")
+	return localChecker{c.file}.ContainsBatch(keys)
 }
 
 // localChecker is a filter, an export or a frozen export.

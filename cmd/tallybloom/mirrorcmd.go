@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -162,28 +163,11 @@ one instead (mirror.Attach).`,
 				return held
 			}
 			var retry time.Duration // the wait after the last failed copy
-			// refused is why the replacement of FILE could not be opened,
-			// last round: it is tried again every round, and said again
-			// only when the reason changes.
-			var refused string
 			for first := true; ; first = false {
 				// A file renamed over FILE is the one to follow from then
 				// on, copied at once: its sequence says nothing of what
 				// Redis holds, which came from the old one.
-				renewed := false
-				if follow && !first {
-					renewed, err = file.reopenIfReplaced()
-					switch {
-					case err == nil:
-						refused = ""
-						if renewed {
-							fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: copying the new file\n", args[0])
-						}
-					case err.Error() != refused:
-						refused = err.Error()
-						fmt.Fprintf(cmd.ErrOrStderr(), "tallybloom: %s was replaced: %s\n", args[0], refused)
-					}
-				}
+				renewed := follow && !first && file.follow(cmd.ErrOrStderr(), "copying", "copied")
 				if first || renewed || !current() {
 					seq, err := pusher.Push(ctx, file.Filter)
 					if errors.Is(err, mirror.ErrRedisFull) {
@@ -272,13 +256,16 @@ it open; if the pull fails, that file stays as it was.`,
 	return cmd
 }
 
-// followedFile is the filter file a follower copies: the file its path
-// names, opened again when another is renamed over it (the way to replace
-// a filter file), so that a follower does not copy a file that lost its
-// name for ever.
+// followedFile is the filter file a follower copies or checks: the file
+// its path names, opened again when another is renamed over it (the way to
+// replace a filter file), so that a follower does not go on with a file
+// that lost its name for ever.
 type followedFile struct {
 	*engine.Filter
 	opts *engine.Options
+	// refused is why the file renamed over the path could not be opened,
+	// at the last look: said again only when the reason changes.
+	refused string
 }
 
 // openFollowed opens path, and opens it again if a file was renamed over it
@@ -298,21 +285,30 @@ func openFollowed(path string, opts *engine.Options) (*followedFile, error) {
 	}
 }
 
-// reopenIfReplaced opens the file path names now, if it is not the one
-// open, and closes the old one; if the new one cannot be opened, the old
-// one stays.
-func (w *followedFile) reopenIfReplaced() (bool, error) {
+// follow opens the file its path names now, if it is not the one open,
+// and closes the old one; if the new one cannot be opened, the old one
+// stays, and it is tried again at the next look. It tells said of a new
+// file, and of one it cannot open once a reason, in the words of what the
+// command does with the file (verb, as "copying", and past, as "copied").
+// It reports whether it opened a new file.
+func (w *followedFile) follow(said io.Writer, verb, past string) bool {
 	if replaced, err := w.Replaced(); err != nil || !replaced {
-		return false, nil // gone for a moment, or the same file
+		w.refused = ""
+		return false // gone for a moment, or the same file
 	}
 	next, err := openFollowed(w.Path(), w.opts)
 	if err != nil {
-		return false, fmt.Errorf("the new file cannot be opened, so the old one is still copied: %w", err)
+		if why := err.Error(); why != w.refused {
+			w.refused = why
+			fmt.Fprintf(said, "tallybloom: %s was replaced: the new file cannot be opened, so the old one is still %s: %v\n", w.Path(), past, err)
+		}
+		return false
 	}
 	old := w.Filter
-	*w = *next
+	w.Filter, w.refused = next.Filter, ""
+	fmt.Fprintf(said, "tallybloom: %s was replaced: %s the new file\n", w.Path(), verb)
 	if err := old.Close(); err != nil {
-		return true, fmt.Errorf("copying the new file; closing the old one: %w", err)
+		fmt.Fprintf(said, "tallybloom: %s: closing the old file: %v\n", w.Path(), err)
 	}
-	return true, nil
+	return true
 }

@@ -136,6 +136,56 @@ func TestKeepGoingOnAFeed(t *testing.T) {
 	assert.Contains(t, add.errOut.String(), "line 2: urlkey: not a URL with a host")
 }
 
+// A check fed for days follows its FILE: a filter renamed over it (as
+// import --replace and mirror pull --replace put one there) is checked
+// from the next key on, and said so; a file renamed over it that cannot be
+// opened leaves the old one checked, is said once, and is tried again.
+func TestCheckFollowsAFileRenamedOverIt(t *testing.T) {
+	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	replacement := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
+	_, errs, code := tallybloom(t, "add", replacement, "--id", "1", "new")
+	require.Equal(t, 0, code, errs)
+	check := start(t, "check", path)
+	answer := func(key string) string {
+		t.Helper()
+		_, err := io.WriteString(check.in, key+"\n")
+		require.NoError(t, err)
+		return check.next(t)
+	}
+	assert.Equal(t, "absent\tnew", answer("new"))
+	// said waits for standard error, which comes through a pipe of its
+	// own, to have told of something n times.
+	said := func(what string, n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Count(check.errOut.String(), what) >= n },
+			10*time.Second, 10*time.Millisecond, "%q %d times: %s", what, n, check.errOut.String())
+		assert.Equal(t, n, strings.Count(check.errOut.String(), what), check.errOut.String())
+	}
+
+	kept := filepath.Join(t.TempDir(), "kept.tb") // the old file, by another name
+	require.NoError(t, os.Link(path, kept))
+	require.NoError(t, os.Rename(replacement, path))
+	assert.Equal(t, "present\tnew", answer("new"))
+	said(path+" was replaced: checking the new file", 1)
+
+	// Not a filter: said once, however many keys come, and the file
+	// before it still checked.
+	notFilter := filepath.Join(t.TempDir(), "not.tb")
+	require.NoError(t, os.WriteFile(notFilter, []byte("not a filter"), 0o644))
+	require.NoError(t, os.Rename(notFilter, path))
+	assert.Equal(t, "present\tnew", answer("new"))
+	assert.Equal(t, "present\tnew", answer("new"))
+	said(path+" was replaced: the new file cannot be opened, so the old one is still checked", 1)
+
+	// The old file renamed back: it opens, and is checked.
+	require.NoError(t, os.Rename(kept, path))
+	assert.Equal(t, "absent\tnew", answer("new"))
+	said(path+" was replaced: checking the new file", 2)
+	require.NoError(t, check.in.Close())
+	assert.Equal(t, 1, check.exitCode(t), "a key was absent")
+	said(path+" was replaced: the new file cannot be opened", 1)
+}
+
 // warnedWhileReading waits for the command's standard error to hold want
 // while it still reads, then feeds it more, closes its input and returns
 // its standard error once it has ended well.

@@ -23,24 +23,25 @@ type checker interface {
 // openForCheck opens path as whatever it holds: a filter file (with opts,
 // read-only: no lock), or a portable or frozen export, binary or base64.
 // An export may also come through a pipe (check <(curl …) or /dev/stdin),
-// read once.
-func openForCheck(path string, opts *engine.Options) (checker, func() error, error) {
+// read once. A filter file is followed: a file renamed over path is checked
+// from the next batch of keys on, and said is told of it.
+func openForCheck(path string, opts *engine.Options, said io.Writer) (batchChecker, func() error, error) {
 	data, asFilter, err := exportBytes(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	if asFilter {
-		f, err := openFilter(path, opts)
+		file, err := openFollowed(path, opts)
 		if err != nil {
 			return nil, nil, err
 		}
-		return f, f.Close, nil
+		return &followingChecker{file, said}, func() error { return file.Close() }, nil
 	}
 	c, err := exportChecker(path, data)
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, func() error { return nil }, nil
+	return localChecker{c}, func() error { return nil }, nil
 }
 
 // exportChecker loads data, read from path, as a portable or frozen export,
