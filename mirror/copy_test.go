@@ -826,14 +826,8 @@ func TestReadersOfOneSequenceWhileTheWriterShips(t *testing.T) {
 			base := dial(t, redistest.StartServer(t).URL(), false)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			f := newFilter(t, engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 28 + uint64(i)})
+			f, m, next := shipped(t, ctx, base, "shipping", engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 28 + uint64(i)}, smallParts, 5_000)
 			require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges))
-			m, err := Attach(f, base, "shipping", smallParts)
-			require.NoError(t, err)
-			defer m.Close()
-			next := uint64(1)
-			addKeys(t, f, &next, 5_000)
-			require.NoError(t, m.Flush(ctx))
 			reads := atomic.Int32{}
 			r := readsThen{base, &reads, 2, func() {
 				addKeysInHook(t, f, &next, 20_000)
@@ -858,13 +852,7 @@ func TestASmallCopyIsReadInOneCall(t *testing.T) {
 			base := dial(t, redistest.StartServer(t).URL(), false)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 38 + uint64(i)})
-			m, err := Attach(f, base, "small", nil)
-			require.NoError(t, err)
-			defer m.Close()
-			next := uint64(1)
-			addKeys(t, f, &next, 3_500)
-			require.NoError(t, m.Flush(ctx))
+			f, m, next := shipped(t, ctx, base, "small", engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 38 + uint64(i)}, nil, 3_500)
 			require.Len(t, f.Stats().SubFilters, 4)
 
 			// After each read, what the read saw, then a change shipped.

@@ -37,6 +37,22 @@ func newFilter(t *testing.T, cfg engine.Config) *engine.Filter {
 	return f
 }
 
+// shipped is a new filter of cfg with a Mirror attached to r under name,
+// holding keys 1 to n, each added with its number as id and shipped; next
+// is the key after them. The mirror closes with the test, before the
+// filter.
+func shipped(t *testing.T, ctx context.Context, r Redis, name string, cfg engine.Config, opts *Options, n uint64) (f *engine.Filter, m *Mirror, next uint64) {
+	t.Helper()
+	f = newFilter(t, cfg)
+	m, err := Attach(f, r, name, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	next = 1
+	addKeys(t, f, &next, n)
+	require.NoError(t, m.Flush(ctx))
+	return f, m, next
+}
+
 // workload adds, removes and retires, starting from id next; it returns
 // the next id.
 func workload(t *testing.T, f *engine.Filter, rng *rand.Rand, n int, next uint64) uint64 {
@@ -220,13 +236,7 @@ func TestCheckerFollowsTheSubFilters(t *testing.T) {
 
 func testCheckerFollowsTheSubFilters(t *testing.T, r Redis) {
 	ctx := context.Background()
-	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 11})
-	m, err := Attach(f, r, "grows", nil)
-	require.NoError(t, err)
-	defer m.Close()
-	next := uint64(1)
-	addKeys(t, f, &next, 500)
-	require.NoError(t, m.Flush(ctx))
+	f, m, next := shipped(t, ctx, r, "grows", engine.Config{Capacity: 1000, ErrorRate: 0.01, Growth: 1, Seed: 11}, nil, 500)
 	c, err := NewChecker(ctx, r, "grows")
 	require.NoError(t, err)
 	require.Len(t, f.Stats().SubFilters, 1)
