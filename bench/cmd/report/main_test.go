@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -350,12 +351,39 @@ func TestReportWithoutRedisSaysSoAtOnce(t *testing.T) {
 	require.NoFileExists(t, out)
 }
 
+// The report compiles the suite and then runs the binary itself, with go
+// test's flags as a test binary spells them: run so, a benchmark prints
+// the lines parse reads.
+func TestTheCompiledSuiteRunsItsBenchmarks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the bench suite")
+	}
+	var info runInfo
+	suite, env, err := compile("../..", t.TempDir(), &info)
+	require.NoError(t, err)
+	cmd := exec.Command(suite, suiteArgs("^BenchmarkOpen$/^1MiB$", "2x", 2, "ci")...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r := parse(string(out))
+	require.Len(t, r["Open/1MiB"]["ns/op"], 2, "both runs reported, in:\n%s", out)
+	require.Len(t, r, 1, "only the benchmark asked for ran")
+}
+
 func TestAShortRunOverItsFiveMinutesSaysSo(t *testing.T) {
 	r := parse(benchOutput(1, map[string]map[string][]float64{"Contains/1M/tallybloom/member": {"ns/op": {50}}}))
 	const over = "longer than the 5m0s short mode is meant to take"
 	require.NotContains(t, write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: 4*time.Minute + 50*time.Second}, "results.svg"), over)
 	require.Contains(t, write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: 5*time.Minute + 10*time.Second}, "results.svg"), over)
 	require.NotContains(t, write(r, nil, runInfo{h: testHost, mode: "full", count: 3, benchtime: "1s", took: 16 * time.Minute}, "results.svg"), over, "full mode has no limit")
+
+	// The limit is the suite's: compiling it, paid once on a machine that
+	// has built nothing yet, is timed apart and said beside it.
+	compiled := write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", built: 70 * time.Second, took: 4*time.Minute + 35*time.Second}, "results.svg")
+	require.NotContains(t, compiled, over)
+	require.Contains(t, compiled, "(short mode, the median of 3 runs of 250ms each): the suite ran for 4m35s, after 1m10s compiling it. ")
+	require.Contains(t, write(r, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", built: 10 * time.Second, took: 5*time.Minute + 10*time.Second}, "results.svg"), over)
 }
 
 func TestReportSaysHowDabloomsWasMeasuredOrWhyNot(t *testing.T) {
@@ -548,6 +576,7 @@ func TestRewriteRefusesOutputItCannotTrust(t *testing.T) {
 		"a bad count": {strings.Replace(string(good), "report-count: 1", "report-count: one", 1) + text, errBadHeader},
 		"no mode":     {strings.Replace(string(good), "report-mode: short\n", "", 1) + text, errBadHeader},
 		"a bad time":  {strings.Replace(string(good), "report-took: 1m0s", "report-took: a minute", 1) + text, errBadHeader},
+		"a bad build": {strings.Replace(string(good), "report-took: 1m0s", "report-built: long\nreport-took: 1m0s", 1) + text, errBadHeader},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -631,7 +660,7 @@ func FuzzReadHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kept, about string, llc int64, count int, took int64) {
 		_, _, _ = readHeader(kept)
 
-		info := runInfo{h: host{about: about, llc: llc}, mode: "full", count: count, benchtime: "1s", took: time.Duration(took)}
+		info := runInfo{h: host{about: about, llc: llc}, mode: "full", count: count, benchtime: "1s", built: time.Duration(took / 3), took: time.Duration(took)}
 		if about == "" || strings.ContainsAny(about, "\r\n") {
 			return // the machine line is one line, never empty
 		}
