@@ -56,28 +56,28 @@ func TestCopyWhileTheFilterChanges(t *testing.T) {
 		name   string
 		keys   uint64 // added before the mirror attaches
 		at     string // the part whose write triggers the change
-		change func(t *testing.T, f *engine.Filter, next *uint64)
+		change func(t testingT, f *engine.Filter, next *uint64)
 		starts int32
 	}{
-		{"adds and removes", 15_000, ":l0:p20", func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"adds and removes", 15_000, ":l0:p20", func(t testingT, f *engine.Filter, next *uint64) {
 			addKeys(t, f, next, 3_000)
 			for i := uint64(1); i <= 3_000; i += 3 {
 				require.NoError(t, f.Remove(key(i), i))
 			}
 		}, 1},
-		{"a sub-filter opened", 15_000, ":l0:p10", func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"a sub-filter opened", 15_000, ":l0:p10", func(t testingT, f *engine.Filter, next *uint64) {
 			addKeys(t, f, next, 8_000)
 			require.Len(t, f.Stats().SubFilters, 2)
 		}, 1},
-		{"a sub-filter retired while it is copied", 25_000, ":l0:p5", func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"a sub-filter retired while it is copied", 25_000, ":l0:p5", func(t testingT, f *engine.Filter, next *uint64) {
 			dropOldest(t, f)
 			addKeys(t, f, next, 100)
 		}, 2},
-		{"a sub-filter retired once copied", 25_000, ":l1:p0", func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"a sub-filter retired once copied", 25_000, ":l1:p0", func(t testingT, f *engine.Filter, next *uint64) {
 			dropOldest(t, f)
 			addKeys(t, f, next, 100)
 		}, 1},
-		{"a level retired and opened again while it is copied", 25_000, ":l0:p5", func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"a level retired and opened again while it is copied", 25_000, ":l0:p5", func(t testingT, f *engine.Filter, next *uint64) {
 			// The new sub-filter takes the lowest free level, the one
 			// being copied, with the same shape: the copy reads on from
 			// it, and the replayed retirement and opening wipe what it read.
@@ -98,7 +98,7 @@ func TestCopyWhileTheFilterChanges(t *testing.T) {
 			triggered := atomic.Bool{}
 			r := &countingStarts{Redis: duringCopy{base, func(part string) {
 				if strings.HasSuffix(part, c.at) && triggered.CompareAndSwap(false, true) {
-					c.change(t, f, &next)
+					inHook(t, func(t testingT) { c.change(t, f, &next) })
 				}
 			}, func() {
 				// Nothing changes the filter after the change above, so the
@@ -205,17 +205,19 @@ func TestCatchUpAcrossALevelOpenedAgain(t *testing.T) {
 		if strings.HasSuffix(part, ":l0:p5") && opened.CompareAndSwap(false, true) {
 			// A second sub-filter, which the copy takes as its first
 			// round begins, and more blocks than one round's read.
-			addKeys(t, f, &next, 6_000)
+			addKeysInHook(t, f, &next, 6_000)
 		}
 	}, func() {
 		sameAsFile(t, ctx, base, "reopened", f) // nothing changes after the reopening
 	}}, patches, func() {
-		dropOldest(t, f)
-		addKeys(t, f, &next, 39_500)
-		subs := f.Stats().SubFilters
-		if assert.Len(t, subs, 2) && assert.Equal(t, 0, subs[1].Level) {
-			reopened.Store(true)
-		}
+		inHook(t, func(t testingT) {
+			dropOldest(t, f)
+			addKeys(t, f, &next, 39_500)
+			subs := f.Stats().SubFilters
+			if assert.Len(t, subs, 2) && assert.Equal(t, 0, subs[1].Level) {
+				reopened.Store(true)
+			}
+		})
 	}}}
 	m, err := Attach(f, r, "reopened", &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, holdBytes: 4096})
 	require.NoError(t, err)
@@ -242,7 +244,7 @@ func TestStatsShowACopy(t *testing.T) {
 		if !strings.HasSuffix(part, ":l0:p3") || during.Load() != nil {
 			return
 		}
-		addKeys(t, f, &next, 100)
+		addKeysInHook(t, f, &next, 100)
 		for attached.Load() == nil {
 			runtime.Gosched() // Attach returns as the copy begins
 		}
@@ -273,19 +275,19 @@ func TestChangesAsTheLastRoundBegins(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		maxQueue int
-		change   func(t *testing.T, f *engine.Filter, next *uint64)
+		change   func(t testingT, f *engine.Filter, next *uint64)
 	}{
-		{"queued", 1000, func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"queued", 1000, func(t testingT, f *engine.Filter, next *uint64) {
 			addKeys(t, f, next, 50)
 		}},
-		{"beyond the queue", 20, func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"beyond the queue", 20, func(t testingT, f *engine.Filter, next *uint64) {
 			addKeys(t, f, next, 50)
 		}},
-		{"a sub-filter opened", 100_000, func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"a sub-filter opened", 100_000, func(t testingT, f *engine.Filter, next *uint64) {
 			addKeys(t, f, next, 10_500)
 			assert.Len(t, f.Stats().SubFilters, 2)
 		}},
-		{"a level retired and opened again", 100_000, func(t *testing.T, f *engine.Filter, next *uint64) {
+		{"a level retired and opened again", 100_000, func(t testingT, f *engine.Filter, next *uint64) {
 			addKeys(t, f, next, 10_500) // a second sub-filter, at level 1
 			for i := range uint64(20) {
 				// Changes to the first before it is retired, in blocks
@@ -312,7 +314,7 @@ func TestChangesAsTheLastRoundBegins(t *testing.T) {
 
 			var once sync.Once
 			// On the shipper's goroutine, as a copy's last round begins.
-			m.lastRound = func() { once.Do(func() { c.change(t, f, &next) }) }
+			m.lastRound = func() { once.Do(func() { inHook(t, func(t testingT) { c.change(t, f, &next) }) }) }
 			s.Restart() // Redis loses its copy: the next change finds out
 			r.n.Store(0)
 			addKeys(t, f, &next, 1)
@@ -462,7 +464,7 @@ func filledFilter(t *testing.T, capacity, seed, n uint64) (*engine.Filter, uint6
 	return f, next
 }
 
-func addKeys(t *testing.T, f *engine.Filter, next *uint64, n uint64) {
+func addKeys(t testingT, f *engine.Filter, next *uint64, n uint64) {
 	t.Helper()
 	for range n {
 		require.NoError(t, f.Add(key(*next), *next))
@@ -470,20 +472,46 @@ func addKeys(t *testing.T, f *engine.Filter, next *uint64, n uint64) {
 	}
 }
 
-// addKeysInHook is addKeys for a client's hook, which may run on a
-// goroutine of the reader's own (a Restore's): it asserts, and stops at
-// the first failure.
+// addKeysInHook is addKeys for a client's hook (see inHook).
 func addKeysInHook(t *testing.T, f *engine.Filter, next *uint64, n uint64) {
-	for range n {
-		if !assert.NoError(t, f.Add(key(*next), *next)) {
-			return
-		}
-		*next++
-	}
+	inHook(t, func(t testingT) { addKeys(t, f, next, n) })
 }
 
+// testingT is what the helpers that a hook may call need of a test: a
+// *testing.T on the test's goroutine, inHook's hookT on any other.
+type testingT interface {
+	require.TestingT
+	Helper()
+}
+
+// inHook runs code that a hook runs on a goroutine not the test's: the
+// mirror's shipper, or a reader's own (a Restore's). There t.FailNow must
+// not be called: it would end that goroutine, not the test, and leave the
+// test waiting for it until its context ran out. Through hookT a require
+// in code reports its failure to the test and ends code alone.
+func inHook(t *testing.T, code func(t testingT)) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(hookFailure); !ok {
+				panic(r)
+			}
+		}
+	}()
+	code(hookT{t})
+}
+
+// hookT is inHook's testingT.
+type hookT struct{ t *testing.T }
+
+func (h hookT) Errorf(format string, args ...any) { h.t.Errorf(format, args...) }
+func (h hookT) FailNow()                          { panic(hookFailure{}) }
+func (h hookT) Helper()                           { h.t.Helper() }
+
+// hookFailure is what hookT.FailNow ends inHook's code with.
+type hookFailure struct{}
+
 // dropOldest retires the oldest sub-filter.
-func dropOldest(t *testing.T, f *engine.Filter) {
+func dropOldest(t testingT, f *engine.Filter) {
 	t.Helper()
 	dropped, err := f.DropBefore(f.Stats().SubFilters[1].FirstID)
 	require.NoError(t, err)
@@ -642,9 +670,11 @@ func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 			// mirror's claim on the name is gone first, as if it could
 			// not reach Redis for the claim's time: else the other copy
 			// would be refused at its start.
-			addKeys(t, f, &next, 300)
-			require.NoError(t, raw.Del(ctx, keys{name}.owner()).Err())
-			assert.Error(t, push(ctx, f, failingSwitch{r}, name, smallParts))
+			inHook(t, func(t testingT) {
+				addKeys(t, f, &next, 300)
+				require.NoError(t, raw.Del(ctx, keys{name}.owner()).Err())
+				assert.Error(t, push(ctx, f, failingSwitch{r}, name, smallParts))
+			})
 		}
 	}, func() {}}
 	m, err := Attach(f, during, name, smallParts)
@@ -946,7 +976,7 @@ func TestCopyOutlivesLostAnswers(t *testing.T) {
 	changed := atomic.Bool{}
 	during := duringCopy{base, func(part string) {
 		if strings.HasSuffix(part, ":l0:p3") && changed.CompareAndSwap(false, true) {
-			addKeys(t, f, &next, 100) // for the copy to replay
+			addKeysInHook(t, f, &next, 100) // for the copy to replay
 		}
 	}, func() {}}
 	lossy := &losesAnswers{Redis: during, lost: map[*Script]bool{writeScript: false, shipScript: false, switchScript: false}}

@@ -601,7 +601,7 @@ func (f failingSwitch) Eval(ctx context.Context, s *Script, readOnly bool, keys 
 }
 
 // keysLike lists the keys matching pattern on every node.
-func keysLike(t *testing.T, raw redis.UniversalClient, pattern string) []string {
+func keysLike(t testingT, raw redis.UniversalClient, pattern string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex

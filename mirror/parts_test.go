@@ -33,9 +33,11 @@ func TestNewSubFilterIsNotZeroedInRedis(t *testing.T) {
 	r := callHook{dial(t, s.URL(), false), func(sc *Script, _ []string) {
 		if sc == fillScript && fills.Add(1) == 1 {
 			heldAtFirstFill = 0
-			for _, name := range keysLike(t, raw, "{lazy}:g*:l1:p*") {
-				heldAtFirstFill += raw.StrLen(ctx, name).Val()
-			}
+			inHook(t, func(t testingT) {
+				for _, name := range keysLike(t, raw, "{lazy}:g*:l1:p*") {
+					heldAtFirstFill += raw.StrLen(ctx, name).Val()
+				}
+			})
 		}
 	}}
 	f, m, next := fullFirstSubFilter(t, ctx, r, "lazy", 31)
@@ -80,13 +82,15 @@ func TestPartLostBeforeItsFillStaysLost(t *testing.T) {
 		if sc != fillScript || lost != "" {
 			return
 		}
-		for _, name := range keysLike(t, raw, "{unfilled}:g*:l1:p*") {
-			if raw.StrLen(ctx, name).Val() > 1 { // written, not only made
-				lost = name
-				assert.NoError(t, raw.Del(ctx, name).Err()) // on the shipper's goroutine
-				return
+		inHook(t, func(t testingT) { // on the shipper's goroutine
+			for _, name := range keysLike(t, raw, "{unfilled}:g*:l1:p*") {
+				if raw.StrLen(ctx, name).Val() > 1 { // written, not only made
+					lost = name
+					assert.NoError(t, raw.Del(ctx, name).Err())
+					return
+				}
 			}
-		}
+		})
 	}}
 	f, m, next := fullFirstSubFilter(t, ctx, r, "unfilled", 34)
 	// One add opens level 1 and writes one part of it: no later batch
@@ -192,7 +196,7 @@ func TestRestoreWaitsForAPartBeingFilled(t *testing.T) {
 	var reads atomic.Int32
 	r := callHook{plain, func(sc *Script, _ []string) {
 		if sc == readScript && reads.Add(1) == 2 {
-			require.NoError(t, raw.Set(ctx, name, whole, 0).Err()) // filled as Restore reads again
+			assert.NoError(t, raw.Set(ctx, name, whole, 0).Err()) // filled as Restore reads again
 		}
 	}}
 	path := filepath.Join(t.TempDir(), "restored.tb")
