@@ -1137,6 +1137,9 @@ func cacheNote(r map[string]result, llc int64) string {
 	var b strings.Builder
 	if llc > 0 {
 		fmt.Fprintf(&b, "The last-level cache holds %d MiB. ", llc>>20)
+	} else {
+		// Some virtual machines' kernels list no caches in sysfs.
+		b.WriteString("The kernel names no caches here, so the report cannot say which filters the last-level cache would hold, nor in how many runs other tenants held it: the memory latency rows show what a load cost. ")
 	}
 	fmt.Fprintf(&b, "A dependent load within 8 MiB took %.0f ns (%.0f-%.0f over the runs), from 64 MiB %.0f ns.",
 		median(in8), slices.Min(in8), slices.Max(in8), median(in64))

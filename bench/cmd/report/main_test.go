@@ -211,6 +211,11 @@ func TestReportSaysWhenOtherTenantsHeldTheCache(t *testing.T) {
 	require.NotContains(t, cacheNote(busy, 32<<20), "found it held", "rows that found the cache busy agree with busy probes")
 
 	require.NotContains(t, cacheNote(busy, 8<<20), "other tenants", "8 MiB does not fit a cache of 8 MiB: memory is not a neighbour")
+	unknown := cacheNote(busy, 0)
+	require.Contains(t, unknown, "The kernel names no caches here, so the report cannot say which filters the last-level cache would hold")
+	require.Contains(t, unknown, "within 8 MiB took 99 ns (25-140 over the runs)")
+	require.NotContains(t, unknown, "In 2 of the 3 times", "without the cache's size no run is judged")
+	require.NotContains(t, note, "names no caches")
 	require.Empty(t, cacheNote(latency(nil, nil), 32<<20), "nothing measured, nothing said")
 
 	report := write(busy, nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
