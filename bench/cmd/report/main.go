@@ -111,10 +111,10 @@ func suiteArgs(pattern, benchtime string, count int, sizes string) []string {
 }
 
 // compile builds the test binary of the bench package in pkg into dir and
-// returns its path and the environment it runs in. It compiles dablooms first, and builds the
-// bench with it where that succeeds; where it does not, the Go peers are
-// measured all the same and info says why dablooms is not, in one line of
-// the compiler's words.
+// returns its path and the environment it runs in. It compiles dablooms
+// first, and builds the bench with it where that succeeds; where it does
+// not, the Go peers are measured all the same and info says why dablooms
+// is not, in one line of the compiler's words.
 func compile(pkg, dir string, info *runInfo) (suite string, env []string, err error) {
 	suite = filepath.Join(dir, "bench.test")
 	args := []string{"test", "-c", "-o", suite}
