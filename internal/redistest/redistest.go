@@ -151,7 +151,31 @@ func (s *Server) start() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return nil
+	return s.answersItself(c)
+}
+
+// answersItself checks that the server answering on s's port is the
+// process s started, not another test's that took the port first (this
+// one then exits, unable to listen). A server that refuses INFO (one that
+// asks for a password, or has the command renamed) cannot say, and is
+// taken on its word.
+func (s *Server) answersItself(c *redis.Client) error {
+	info, err := c.Info(context.Background(), "server").Result()
+	if _, refused := errors.AsType[redis.Error](err); refused {
+		return nil
+	}
+	if err != nil {
+		s.Kill()
+		return fmt.Errorf("redis-server on %s: %w", s.Addr(), err)
+	}
+	pid := strconv.Itoa(s.cmd.Process.Pid)
+	for line := range strings.Lines(info) {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok && id == pid {
+			return nil
+		}
+	}
+	s.Kill()
+	return fmt.Errorf("redis-server on %s is another process than the one started (pid %s)", s.Addr(), pid)
 }
 
 // StartTLSServer starts a server that speaks TLS only, with a self-signed

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -86,4 +87,17 @@ func TestServerDiesWithItsTestBinary(t *testing.T) {
 	left, err := os.ReadDir(childTemp)
 	require.NoError(t, err)
 	require.NotEmpty(t, left, "the killed child's directory lies under the test's own, which the test removes")
+}
+
+// TestAServerThatLostItsPortSaysSo: a server started on a port that another
+// test's server took first does not pass for it: the tests would share
+// one server's data.
+func TestAServerThatLostItsPortSaysSo(t *testing.T) {
+	first := StartServer(t)
+	second := &Server{port: first.port, args: []string{"--port", strconv.Itoa(first.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}}
+	err := second.start()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "another process than the one started")
+	require.NoError(t, first.cmd.Process.Signal(syscall.Signal(0)), "the first server still runs")
 }
