@@ -143,6 +143,7 @@ func (p patching) Eval(ctx context.Context, s *Script, readOnly bool, keys []str
 // the blocks the changes touched, in rounds, rather than queueing them, and
 // its last round is exact.
 func TestCopyUnderChangesBeyondTheQueue(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -272,6 +273,7 @@ func TestStatsShowACopy(t *testing.T) {
 // from the queue. If the queue gave up on some, or one opened a
 // sub-filter, the copy goes round again rather than start over.
 func TestChangesAsTheLastRoundBegins(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		maxQueue int
@@ -343,6 +345,7 @@ func (c callHook) Eval(ctx context.Context, s *Script, readOnly bool, keys []str
 // again until Redis answers, showing the failure in Stats meanwhile,
 // instead of starting over once Redis is back.
 func TestCopyWaitsOutAnOutage(t *testing.T) {
+	t.Parallel()
 	writing := func(s *Script, keys []string) bool { return s == writeScript && strings.HasSuffix(keys[0], ":p3") }
 	catchingUp := func(s *Script, keys []string) bool { return s == shipScript && strings.HasSuffix(keys[0], ":pending") }
 	switching := func(s *Script, keys []string) bool { return s == switchScript }
@@ -561,6 +564,7 @@ func (s slowWrites) Eval(ctx context.Context, sc *Script, readOnly bool, keys []
 // a whole copy, so a copy of many parts, longer than the timeout in all,
 // still becomes live.
 func TestTimeoutBoundsEachCall(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	r := slowWrites{dial(t, s.URL(), false), 20 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -653,7 +657,10 @@ func TestCopyOutlivesLostWrites(t *testing.T) {
 // share parts: the mirror finds its copy replaced, deletes what it wrote
 // and copies again, and Redis ends holding exactly the file and nothing
 // left over.
-func TestTwoCopiesAtOnce(t *testing.T) { eachRedisRaw(t, testTwoCopiesAtOnce) }
+func TestTwoCopiesAtOnce(t *testing.T) {
+	t.Parallel()
+	eachRedisRaw(t, testTwoCopiesAtOnce)
+}
 
 func testTwoCopiesAtOnce(t *testing.T, r Redis, raw redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -717,6 +724,7 @@ func TestFlushEndsWithClose(t *testing.T) {
 // and not that call's context.Canceled, which its caller would take for
 // its own context's.
 func TestFlushAfterCloseIsNotCancelled(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	calling := make(chan struct{})
 	var once sync.Once
@@ -851,6 +859,7 @@ func TestReadersWhileACopyReplacesIt(t *testing.T) {
 // to the start, so that what it returns is the copy at one sequence, not
 // counters of later changes under an earlier sequence and its tallies.
 func TestReadersOfOneSequenceWhileTheWriterShips(t *testing.T) {
+	t.Parallel()
 	for i, reader := range wholeReaders(t, "shipping") {
 		t.Run(reader.name, func(t *testing.T) {
 			base := dial(t, redistest.StartServer(t).URL(), false)

@@ -122,6 +122,7 @@ func mirroredForFaults(t *testing.T, r Redis, seed uint64) (context.Context, *en
 // mirror converges to the file's exact bytes, and a batch Redis already
 // applied is not applied again.
 func TestFaultsConverge(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	p := startProxy(t, s.Addr())
 	r := dial(t, p.url(), false)
@@ -199,6 +200,7 @@ func TestFaultsConverge(t *testing.T) {
 // its context's error, rather than waiting for the client's own read
 // timeout.
 func TestContextBoundsACall(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	c := redistest.StartCluster(t)
 	for _, target := range []struct {
@@ -250,6 +252,7 @@ func TestContextBoundsACall(t *testing.T) {
 // (Lost answers are tested on one server: a proxy cannot stand between a
 // cluster client and the nodes the cluster announces.)
 func TestClusterFaultsConverge(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	r := dial(t, c.URL(), true)
 	ctx, f, m, rng, next := mirroredForFaults(t, r, 13)
@@ -273,7 +276,10 @@ func TestClusterFaultsConverge(t *testing.T) {
 
 // TestCopyIsSeenWhole: while full copies replace each other, a checker
 // never reports absent a key present in the old copy and the new.
-func TestCopyIsSeenWhole(t *testing.T) { eachRedis(t, testCopyIsSeenWhole) }
+func TestCopyIsSeenWhole(t *testing.T) {
+	t.Parallel()
+	eachRedis(t, testCopyIsSeenWhole)
+}
 
 func testCopyIsSeenWhole(t *testing.T, r Redis) {
 	ctx := context.Background()
@@ -328,16 +334,21 @@ func testCopyIsSeenWhole(t *testing.T, r Redis) {
 
 // TestBadAnswers: what the mirror did not write gives clear errors, never a
 // panic, never a damaged local file.
-func TestBadAnswers(t *testing.T) { eachRedisRaw(t, testBadAnswers) }
+func TestBadAnswers(t *testing.T) {
+	t.Parallel()
+	eachRedisRaw(t, testBadAnswers)
+}
 
 // eachRedisRaw is eachRedis for tests that also reach Redis with a plain
 // client, to write what the mirror would not or to list keys.
 func eachRedisRaw(t *testing.T, test func(*testing.T, Redis, redis.UniversalClient)) {
 	t.Run("standalone", func(t *testing.T) {
+		t.Parallel()
 		s := redistest.StartServer(t)
 		test(t, dial(t, s.URL(), false), redistest.Client(t, s))
 	})
 	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
 		c := redistest.StartCluster(t)
 		test(t, dial(t, c.URL(), true), c.ClusterClient())
 	})
@@ -477,6 +488,7 @@ func TestOverflowDuringACopy(t *testing.T) {
 // copy, cloned inside Redis, and writes only the blocks changed since; when
 // Redis lost it, the copy is written in full. On one server and a cluster.
 func TestOverflowCopiesChangedBlocks(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	c := redistest.StartCluster(t)
 	// A server as Redis before 6.2 is, for the mirror: without COPY.
@@ -647,6 +659,7 @@ func attachedKeys(f *engine.Filter, name string, gen uint64, partBytes uint64) [
 // deleted by the next copy, whatever shape it had, so Redis ends holding
 // the live copy's keys and nothing else.
 func TestInterruptedCopyLeavesNothing(t *testing.T) {
+	t.Parallel()
 	eachRedisRaw(t, testInterruptedCopyLeavesNothing)
 }
 
@@ -843,6 +856,7 @@ func TestShipRefusesABatchThatSkipsAChange(t *testing.T) {
 // copy's writer ships a change; Pull and Restore start again on any of
 // them. The Restore leaves no file.
 func TestReadersGiveUpOnACopyThatKeepsChanging(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	raw := redistest.Client(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -131,6 +131,7 @@ func dial(t *testing.T, url string, cluster bool) Redis {
 // and retirements with the mirror attached, Redis holds exactly the file's
 // counter bytes, directory and sequence, on one server and on a cluster.
 func TestMirrorHoldsExactlyTheFile(t *testing.T) {
+	t.Parallel()
 	for _, cluster := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
 			url := ""
@@ -170,13 +171,22 @@ func TestMirrorHoldsExactlyTheFile(t *testing.T) {
 // TestCheckerAgrees: a Checker with no local file agrees with the filter on
 // 100 000 members and 100 000 non-members.
 func TestCheckerAgrees(t *testing.T) {
+	t.Parallel()
 	eachRedis(t, testCheckerAgrees)
 }
 
-// eachRedis runs test against one server and against a cluster.
+// eachRedis runs test against one server and against a cluster, the two at
+// once (t.Parallel), as the tests that use it run beside the package's other
+// parallel tests: they wait on Redis far more than they compute.
 func eachRedis(t *testing.T, test func(*testing.T, Redis)) {
-	t.Run("standalone", func(t *testing.T) { test(t, dial(t, redistest.StartServer(t).URL(), false)) })
-	t.Run("cluster", func(t *testing.T) { test(t, dial(t, redistest.StartCluster(t).URL(), true)) })
+	t.Run("standalone", func(t *testing.T) {
+		t.Parallel()
+		test(t, dial(t, redistest.StartServer(t).URL(), false))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		test(t, dial(t, redistest.StartCluster(t).URL(), true))
+	})
 }
 
 func testCheckerAgrees(t *testing.T, r Redis) {
@@ -231,6 +241,7 @@ func testCheckerAgrees(t *testing.T, r Redis) {
 // oldest sub-filters are retired and their levels opened again answers as
 // the filter does, never from a retired sub-filter's shape.
 func TestCheckerFollowsTheSubFilters(t *testing.T) {
+	t.Parallel()
 	eachRedis(t, testCheckerFollowsTheSubFilters)
 }
 
@@ -282,6 +293,7 @@ func push(ctx context.Context, f *engine.Filter, r Redis, name string, opts *Opt
 // TestPushReturnsTheSequenceItCopied: while a writer changes the filter,
 // Push says the sequence of the copy it made live.
 func TestPushReturnsTheSequenceItCopied(t *testing.T) {
+	t.Parallel()
 	eachRedis(t, testPushReturnsTheSequenceItCopied)
 }
 
@@ -331,7 +343,10 @@ func testPushReturnsTheSequenceItCopied(t *testing.T, r Redis) {
 
 // TestRestore: a file restored from Redis has byte-identical counters and
 // answers the same; Push refills Redis from a file.
-func TestRestore(t *testing.T) { eachRedis(t, testRestore) }
+func TestRestore(t *testing.T) {
+	t.Parallel()
+	eachRedis(t, testRestore)
+}
 
 func testRestore(t *testing.T, r Redis) {
 	ctx := context.Background()
@@ -486,6 +501,7 @@ func TestNilArgumentsAreRefused(t *testing.T) {
 // other's copies: the second waits for the name, and says that this very
 // process holds it, while the first ships every change.
 func TestTwoMirrorsUnderOneName(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := dial(t, redistest.StartServer(t).URL(), false)
 	f := newFilter(t, engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 3})

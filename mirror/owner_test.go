@@ -21,7 +21,10 @@ import (
 // as the holder renews its claim, idle or not; Push is refused meanwhile.
 // When the holder closes, the name is free at once and the second takes
 // it over.
-func TestSecondWriterOfANameWaits(t *testing.T) { eachRedisRaw(t, testSecondWriterOfANameWaits) }
+func TestSecondWriterOfANameWaits(t *testing.T) {
+	t.Parallel()
+	eachRedisRaw(t, testSecondWriterOfANameWaits)
+}
 
 func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -63,7 +66,10 @@ func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClie
 // TestClaimOfADeadWriterExpires: a writer that stopped without Close (its
 // process killed) holds its name until its claim expires; then a mirror
 // takes the name over, having said meanwhile who held it.
-func TestClaimOfADeadWriterExpires(t *testing.T) { eachRedisRaw(t, testClaimOfADeadWriterExpires) }
+func TestClaimOfADeadWriterExpires(t *testing.T) {
+	t.Parallel()
+	eachRedisRaw(t, testClaimOfADeadWriterExpires)
+}
 
 func testClaimOfADeadWriterExpires(t *testing.T, r Redis, raw redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -96,7 +102,10 @@ func testClaimOfADeadWriterExpires(t *testing.T, r Redis, raw redis.UniversalCli
 // TestNameTakenWhileAway: a mirror whose claim expired while it could not
 // reach Redis, and which another writer took, stops shipping into that
 // writer's copy and waits.
-func TestNameTakenWhileAway(t *testing.T) { eachRedisRaw(t, testNameTakenWhileAway) }
+func TestNameTakenWhileAway(t *testing.T) {
+	t.Parallel()
+	eachRedisRaw(t, testNameTakenWhileAway)
+}
 
 func testNameTakenWhileAway(t *testing.T, r Redis, raw redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -127,7 +136,10 @@ func testNameTakenWhileAway(t *testing.T, r Redis, raw redis.UniversalClient) {
 
 // TestDescribe: Describe says what Redis holds under a name: the live copy
 // as the file has it, the writer holding the name, and a copy pending.
-func TestDescribe(t *testing.T) { eachRedisRaw(t, testDescribe) }
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	eachRedisRaw(t, testDescribe)
+}
 
 func testDescribe(t *testing.T, r Redis, raw redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -189,6 +201,7 @@ func testDescribe(t *testing.T, r Redis, raw redis.UniversalClient) {
 // waits between pushes, so another writer is refused all that time, and
 // gives it up at Close.
 func TestPusherHoldsTheNameBetweenPushes(t *testing.T) {
+	t.Parallel()
 	eachRedisRaw(t, testPusherHoldsTheNameBetweenPushes)
 }
 

@@ -177,6 +177,7 @@ func TestLostPartIsCopiedAgain(t *testing.T) {
 // (ErrBadAnswer), leaving no file, rather than read as zeros Redis does
 // not hold: a copy cannot make them take more room than it holds.
 func TestRestoreWaitsForAPartBeingFilled(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	raw := redistest.Client(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -266,6 +267,7 @@ func TestPartsThatEndWhereTheirSubFilterEnds(t *testing.T) {
 // the middle of another. Pulled and restored, the copy is whole. So is a
 // copy written in pieces of a chunk into one part longer than a chunk.
 func TestPartsThatDoNotDivideARead(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	r := dial(t, s.URL(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
