@@ -27,8 +27,10 @@ import (
 
 // mirror push, check --redis and mirror pull, as a user runs them.
 func TestMirrorCommands(t *testing.T) {
+	t.Parallel()
 	for _, cluster := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
+			t.Parallel()
 			url := ""
 			var flags []string
 			if cluster {
@@ -212,6 +214,7 @@ func (f *follower) pushes() int { return strings.Count(f.out.String(), "pushed "
 // the copy, outlives a Redis that goes away, and stops cleanly when
 // interrupted.
 func TestMirrorPushFollows(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
 	remote := []string{"--redis", s.URL(), "--name", "follow"}
@@ -365,6 +368,7 @@ func TestMirrorPushSaysOnceThatAReplacementCannotBeOpened(t *testing.T) {
 // mirror push --follow waits longer after each failed copy, up to 30 s,
 // rather than fill standard error, and refuses an interval that would spin.
 func TestMirrorPushBacksOffWhileRedisIsAway(t *testing.T) {
+	t.Parallel()
 	path := newFile(t, "--capacity", "100", "--error-rate", "0.01")
 	away := []string{"--redis", "redis://127.0.0.1:1", "--name", "away"} // nothing listens there
 	for _, every := range []string{"0s", "-1s", "5ms"} {
@@ -403,6 +407,7 @@ func TestNextRetryDoublesUpToThirtySeconds(t *testing.T) {
 // mirror push says the sequence of the copy it made, though another process
 // adds keys to the file while it runs.
 func TestMirrorPushSaysTheSequenceItCopied(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	path := newFile(t, "--capacity", "100000", "--error-rate", "0.01")
 	writer := exec.Command(binary, "add", "--with-ids", path)

@@ -253,6 +253,7 @@ func TestAFeedIsWarnedAsItHappens(t *testing.T) {
 // can retire them: a full sub-filter gives way to a new one for a key of a
 // later second.
 func TestAFeedsKeysGetTheSecondTheyAreAdded(t *testing.T) {
+	t.Parallel()
 	path := newFile(t, "--capacity", "2", "--error-rate", "0.01", "--growth", "1")
 	add := start(t, "add", path)
 	_, err := io.WriteString(add.in, "first\nsecond\n")
@@ -349,6 +350,7 @@ func TestAnInterruptedAddKeepsWhatItRead(t *testing.T) {
 // An export interrupted before it renames its copy over OUT leaves OUT as
 // it was and removes the copy it was writing beside it.
 func TestAnInterruptedExportLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	path, out, writing := slowExport(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		export, _ := stoppedExport(t, path, out, writing)
@@ -433,6 +435,7 @@ func stoppedExport(t *testing.T, path, out string, writing func() []string) (*st
 // An export killed outright leaves its copy beside OUT; the next export to
 // OUT removes it, and leaves the copy of an export still running.
 func TestAnExportRemovesWhatAKilledOneLeft(t *testing.T) {
+	t.Parallel()
 	path, out, writing := slowExport(t)
 	killed, left := stoppedExport(t, path, out, writing)
 	require.NoError(t, killed.cmd.Process.Signal(syscall.SIGKILL))
@@ -459,9 +462,11 @@ func TestAnExportRemovesWhatAKilledOneLeft(t *testing.T) {
 // unclean. The crash is the command killed, and the file then opened as on
 // another boot.
 func TestAFeedThatWaitsIsFlushed(t *testing.T) {
+	t.Parallel()
 	afterCrash := &engine.Options{BootID: func() (seqno.BootID, error) { return seqno.BootID{0xee}, nil }}
 	for _, idle := range []string{"1s", "0"} {
 		t.Run(idle, func(t *testing.T) {
+			t.Parallel()
 			path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
 			args := []string{"add", path}
 			if idle != "1s" {

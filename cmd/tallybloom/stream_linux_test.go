@@ -17,6 +17,7 @@ import (
 
 // check streams its input: a large input does not make it grow.
 func TestCheckStreamsInConstantMemory(t *testing.T) {
+	t.Parallel()
 	path := newFile(t, "--capacity", "1000", "--error-rate", "0.01")
 	maxRSS := func(lines int) int64 {
 		cmd := exec.Command(binary, "check", "-q", path)

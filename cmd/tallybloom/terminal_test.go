@@ -23,6 +23,7 @@ import (
 // On a terminal, a long add shows a progress bar with its rate and the time
 // left, then the summary.
 func TestProgressBarOnATerminal(t *testing.T) {
+	t.Parallel()
 	path := newFile(t, "--capacity", "100000", "--error-rate", "0.01")
 	input := filepath.Join(t.TempDir(), "keys.txt")
 	var keys bytes.Buffer
