@@ -134,6 +134,7 @@ func TestMirrorHoldsExactlyTheFile(t *testing.T) {
 	t.Parallel()
 	for _, cluster := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
+			t.Parallel()
 			url := ""
 			if cluster {
 				url = redistest.StartCluster(t).URL()
