@@ -325,12 +325,8 @@ func readHeader(kept string) (runInfo, string, error) {
 	field(keyLLC, func(v string) (err error) { info.h.llc, err = strconv.ParseInt(v, 10, 64); return err })
 	field(keyCount, func(v string) (err error) { info.count, err = strconv.Atoi(v); return err })
 	field(keyTook, func(v string) (err error) { info.took, err = time.ParseDuration(v); return err })
-	if v, ok := values[keyBuilt]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", keyBuilt, err))
-		}
-		info.built = d
+	if _, ok := values[keyBuilt]; ok { // runs kept before the build was timed have none
+		field(keyBuilt, func(v string) (err error) { info.built, err = time.ParseDuration(v); return err })
 	}
 	info.h.noDablooms, info.failed = values[keyDablooms], values[keyFailed]
 	if err := errors.Join(errs...); err != nil {
