@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/edsrzf/mmap-go"
@@ -201,6 +202,8 @@ type Region struct {
 	unmapMu  sync.Mutex
 	vacated  bool
 	unmapped bool
+	writable bool
+	path     string // of the file, for errors
 }
 
 // Map maps [off, off+n) of the file, read-write if the file is writable, for
@@ -241,6 +244,7 @@ func (f *File) mapRange(off, n int64, large bool) (*Region, error) {
 	// for one cache line, and make Open read counters it never asked for.
 	adviseRandom(r.mapping)
 	r.data = r.mapping[off-start:][:n:n]
+	r.writable, r.path = f.writable, f.path
 	return r, nil
 }
 
@@ -270,6 +274,36 @@ func (r *Region) Bytes() []byte { return r.data }
 
 // Sync writes the region's changed pages to disk and waits for them.
 func (r *Region) Sync() error { return r.flush() }
+
+// Populate readies every page of a writable region for writing, in one
+// pass: the file's pages are read in (or, where none was ever written,
+// zeroed) and mapped writable, as the first store into each would have
+// done, one fault at a time. It changes no byte. The pages count as
+// written: they stay in memory until written back, and the next Sync
+// writes them all. Unmapped or vacated regions, and regions of a file
+// opened read-only, get ErrNotWritable; a refusal of the system (no
+// memory for the pages, say) is an *fs.PathError.
+func (r *Region) Populate() error {
+	r.unmapMu.Lock()
+	defer r.unmapMu.Unlock()
+	if !r.writable || r.vacated || r.unmapped {
+		return ErrNotWritable
+	}
+	if err := populate(r.mapping); err != nil {
+		return &fs.PathError{Op: "madvise", Path: r.path, Err: err}
+	}
+	return nil
+}
+
+// touchPages is Populate done by hand: an atomic add of zero to the first
+// word of each page, a store that changes nothing, one fault a page, in
+// order.
+func touchPages(b []byte) {
+	page := os.Getpagesize()
+	for off := 0; off+8 <= len(b); off += page {
+		atomic.AddUint64((*uint64)(unsafe.Pointer(&b[off])), 0)
+	}
+}
 
 // Unmap releases the mapping; later calls do nothing. Bytes must not be
 // used afterwards.

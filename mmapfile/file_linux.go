@@ -86,6 +86,23 @@ func mapLarge(f *File, start, length int64) (*Region, error) {
 	}, nil
 }
 
+// populate asks the kernel to fault b's pages in writable, all in one call
+// (MADV_POPULATE_WRITE, Linux 5.14): on ext4 in a virtual machine, 0.6 to
+// 8 µs a page, where the first stores into a new file's pages in random
+// order took 19 to 35 µs a page. A kernel without it gets a store into
+// each page, in order (about 4.5 µs a page there).
+func populate(b []byte) error {
+	err := unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+	for errors.Is(err, unix.EINTR) {
+		err = unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+	}
+	if errors.Is(err, unix.EINVAL) {
+		touchPages(b)
+		return nil
+	}
+	return err
+}
+
 // largeBytes reads the kernel's account of the mapping at addr: the bytes
 // of file pages it maps with single large entries (FilePmdMapped).
 func largeBytes(addr uintptr) (int64, error) {
