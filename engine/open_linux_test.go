@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/tallybloom/tallybloom/internal/resident"
 )
 
 // Open maps the file and reads the header only: with the file dropped from
@@ -50,15 +52,9 @@ func dropPageCache(t *testing.T, path string) {
 
 func residentPages(t *testing.T, b []byte) int {
 	t.Helper()
-	page := os.Getpagesize()
 	// mincore wants a page-aligned address; the counters start on a page.
-	vec := make([]byte, (len(b)+page-1)/page)
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
-	require.Zero(t, errno, "mincore: %v", errno)
-	n := 0
-	for _, v := range vec {
-		n += int(v & 1)
-	}
+	n, err := resident.Pages(b)
+	require.NoError(t, err, "mincore")
 	return n
 }
 
