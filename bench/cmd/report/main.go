@@ -776,7 +776,7 @@ func write(r map[string]result, said map[string][]string, info runInfo, chart st
 	} else {
 		fmt.Fprintf(&b, "Here it is %.0f ns fixed (a page of counters and one of presence bits) and %.0f with counters only, against %.0f for bits-and-blooms' first stores into its new heap. ", untouched[0], untouched[1], untouched[2])
 	}
-	fmt.Fprintf(&b, "With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured.%s\n", faultNote(r))
+	fmt.Fprintf(&b, "With `LargePages` such a page is 2 MiB, allocated and zeroed whole, which is not measured. A bulk load into a new filter readies the sub-filter's pages first, in one call (`Filter.Populate`, `tallybloom add --populate`; docs/PERFORMANCE.md, New filters), and its adds then fault no page.%s\n", faultNote(r))
 	b.WriteString(dabloomsNote(r, h))
 	b.WriteString(sideBySide(r))
 	fmt.Fprintf(&b, "\n## Everything else\n\n")
