@@ -416,8 +416,9 @@ const sideBlock = 1 << 14
 // stores before the timing (Filter.Populate), as those of a service's
 // filter that has run a while, or was loaded in bulk, are: an add into an
 // untouched page is BenchmarkAddUntouched's. (Until 2026-11-28 the first
-// few thousand adds of a run stored into every page first, and their faults
-// took 12 to 29% of an add's time at 1M on the AMD EPYC of family 26.) The 64M filters are the filled ones, whose pages the fill has
+// few thousand adds of a run stored into every page first, and their
+// faults took 12 to 29% of an add's time at 1M on the AMD EPYC of family
+// 26.) The 64M filters are the filled ones, whose pages the fill has
 // touched. Before the first run at 64M, adding warmKeys of the keys stores
 // into their pages again (see readyToStore).
 func BenchmarkAdd(b *testing.B) {

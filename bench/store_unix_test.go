@@ -45,18 +45,23 @@ func TestReadyToStoreLeavesThePagesDirty(t *testing.T) {
 // a new filter fault once or twice a page.
 func TestAFreshAddSubjectStoresWithoutFaults(t *testing.T) {
 	keys := Keys(50_000, 1)
-	addAll := func(subject Subject) int64 { return addsFault(t, subject, keys) }
-	fresh := size{label: t.Name(), capacity: 200_000, fill: 200_000, fresh: true, probes: len(keys)}
+	fresh := size{label: t.Name(), capacity: 200_000, fresh: true, probes: len(keys)}
 	cold, ready := int64(-1), int64(-1)
+	counted := true
 	testing.Benchmark(func(b *testing.B) {
 		if ready >= 0 {
 			return // the runs after the first, which Benchmark asks for
 		}
 		untouched := newSubject(b, Tallybloom, fresh.capacity)
 		defer untouched.(*tally).Close()
-		cold = addAll(untouched)
-		ready = addAll(addSubject(b, "add", Tallybloom, fresh, keys))
+		var ok1, ok2 bool
+		cold, ok1 = countFaults(untouched, keys)
+		ready, ok2 = countFaults(addSubject(b, "add", Tallybloom, fresh, keys), keys)
+		counted = ok1 && ok2
 	})
+	if !counted {
+		t.Skip("this system does not count page faults")
+	}
 	if cold < 100 {
 		t.Skipf("adds into a new filter of 2.3 MB faulted %d times: nothing for the check to see here", cold)
 	}
@@ -68,13 +73,19 @@ func TestAFreshAddSubjectStoresWithoutFaults(t *testing.T) {
 // addsFault adds keys to subject and counts the page faults the adds take.
 func addsFault(t *testing.T, subject Subject, keys [][]byte) int64 {
 	t.Helper()
-	c := faults.Start()
-	for _, k := range keys {
-		subject.Add(k)
-	}
-	n, ok := c.Since()
+	n, ok := countFaults(subject, keys)
 	if !ok {
 		t.Skip("this system does not count page faults")
 	}
 	return n
+}
+
+// countFaults is addsFault for any goroutine: whether the system counts
+// faults is its second result.
+func countFaults(subject Subject, keys [][]byte) (int64, bool) {
+	c := faults.Start()
+	for _, k := range keys {
+		subject.Add(k)
+	}
+	return c.Since()
 }

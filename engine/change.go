@@ -370,14 +370,16 @@ func (f *Filter) DropBefore(id uint64) (int, error) {
 // to, for stores, in one call, so that the adds after it do not fault each
 // page in at its first store, as adds into a new filter otherwise do, one
 // page at a time and in random order. It is for a bulk load into a new
-// filter (docs/PERFORMANCE.md, New filters, measures one). It changes no
+// filter; docs/PERFORMANCE.md (New filters) measures one. It changes no
 // byte and no sequence, but it brings the sub-filter's whole room into
 // memory at once, and those pages count as written: the next Flush, or the
 // kernel's own writeback, writes all of them. So call it before a load
 // that will store into most of the sub-filter's pages, not on a filter
-// that fills over weeks. A sub-filter opened later is not populated: call
-// Populate again once it has opened. A read-only filter gets ErrReadOnly,
-// a closed one ErrClosed.
+// that fills over weeks. Changes wait while it runs (0.3 to 0.4 s for
+// the 750 MB of a filter built for 64M keys, in that measure); lookups
+// do not. A sub-filter opened later is not populated: call Populate again
+// once it has opened. A read-only filter gets ErrReadOnly, a closed one
+// ErrClosed.
 func (f *Filter) Populate() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -35,8 +35,9 @@ func addsFault(t *testing.T, f *Filter, from, to, id uint64) int64 {
 func TestPopulateReadiesTheNewestSubFilter(t *testing.T) {
 	cfg := Config{Capacity: 400_000, ErrorRate: 0.01, Growth: 1, Seed: 3}
 	const keys = 100_000
-	cold := addsFault(t, newTestFilter(t, cfg), 0, keys, 1)
-	pages := int64(newTestFilter(t, cfg).Stats().SubFilters[0].Bytes / PageSize)
+	fresh := newTestFilter(t, cfg)
+	pages := int64(fresh.Stats().SubFilters[0].Bytes / PageSize)
+	cold := addsFault(t, fresh, 0, keys, 1)
 	if cold < pages/2 {
 		t.Skipf("%d adds into a new filter of %d pages took %d faults: nothing for Populate to take away here", keys, pages, cold)
 	}
