@@ -12,25 +12,26 @@ import (
 	"github.com/tallybloom/tallybloom/internal/resident"
 )
 
-// add --populate readies the newest sub-filter's pages after the first
-// keys, and each new one's once it opens: one key touches a page or two
-// of a sub-filter for 100 000 keys, the first of a filter, or the second
-// of a chain that grows a hundredfold.
+// add --populate (and dedupe's) readies the newest sub-filter's pages
+// after the first keys, and each new one's once it opens: one key touches
+// a page or two of a sub-filter for 100 000 keys, the first of a filter,
+// or the second of a chain that grows a hundredfold.
 func TestAddPopulateReadiesEachNewSubFilter(t *testing.T) {
 	cases := []struct {
-		name   string
-		create []string
-		keys   int
+		name, verb string
+		create     []string
+		keys       int
 	}{
-		{"first", []string{"--capacity", "100000"}, 1},
-		{"opened", []string{"--capacity", "1000", "--growth", "100"}, 1001},
+		{"first", "add", []string{"--capacity", "100000"}, 1},
+		{"opened", "add", []string{"--capacity", "1000", "--growth", "100"}, 1001},
+		{"dedupe", "dedupe", []string{"--capacity", "100000"}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			share := map[bool]float64{}
 			for _, populate := range []bool{false, true} {
 				path := newFile(t, append(c.create, "--error-rate", "0.01")...)
-				args := []string{"add", "--with-ids", path}
+				args := []string{c.verb, "--with-ids", path}
 				if populate {
 					args = append(args, "--populate")
 				}
