@@ -19,7 +19,14 @@ import (
 // as a user would.
 var binary string
 
+// childEnv names the role of the test binary run again as a child (see
+// runChild) by tests that need a process of the command's own code.
+const childEnv = "TALLYBLOOM_CHILD"
+
 func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
 	dir, err := os.MkdirTemp("", "tallybloom-cli")
 	if err != nil {
 		panic(err)

@@ -171,16 +171,25 @@ func isFilterFile(path string) bool {
 
 func (o *output) Write(p []byte) (int, error) { return o.file.Write(p) }
 
-// commit makes what was written the content of the output's name.
+// commit makes what was written the content of the output's name. The
+// file beside the name is synced before the lock is taken, so that a
+// signal while it syncs (seconds, for a large copy) still removes it and
+// ends the command, as one before did. Signals are watched until the
+// rename is done: one that comes once commit holds the lock waits for the
+// rename, then finds the output committed.
 func (o *output) commit() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.endLocked()
 	if o.final == "" {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.endLocked()
 		return o.file.Close()
 	}
+	syncErr := syncBeside(o.file)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	defer o.endLocked()
 	name := o.file.Name()
-	err := o.file.Sync()
+	err := syncErr
 	if o.locked {
 		// Renamed while its lock is held, so that no export starting
 		// meanwhile takes the copy for a dead one's and removes it.
@@ -201,6 +210,10 @@ func (o *output) commit() error {
 	}
 	return dirsync.Of(o.final)
 }
+
+// syncBeside syncs the file an output writes beside its name. Tests
+// replace it to act while a commit syncs.
+var syncBeside = (*os.File).Sync
 
 // abort leaves the output's name as it was, for a command that failed; after
 // commit it does nothing.
