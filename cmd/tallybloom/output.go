@@ -174,9 +174,9 @@ func (o *output) Write(p []byte) (int, error) { return o.file.Write(p) }
 // commit makes what was written the content of the output's name. The
 // file beside the name is synced before the lock is taken, so that a
 // signal while it syncs (seconds, for a large copy) still removes it and
-// ends the command, as one before did. Signals are watched until the
-// rename is done: one that comes once commit holds the lock waits for the
-// rename, then finds the output committed.
+// ends the command, as a signal before the sync does. Signals are watched
+// until the rename is done: one that comes once commit holds the lock
+// waits for the rename, then finds the output committed.
 func (o *output) commit() error {
 	if o.final == "" {
 		o.mu.Lock()
