@@ -16,6 +16,13 @@ import (
 	"github.com/tallybloom/tallybloom/internal/redistest"
 )
 
+// testClaimTTL is the claim of the tests that watch a holder renew it for
+// several times its length. A holder renews it every third of it, so a
+// renewal held up for two thirds of it (by a busy machine, the race
+// detector and a cluster) lets it lapse: 300 ms did, in a run with a
+// process spinning beside the tests.
+const testClaimTTL = time.Second
+
 // TestSecondWriterOfANameWaits: a mirror attached under a name another
 // mirror holds does not replace that one's copy, and says why, for as long
 // as the holder renews its claim, idle or not; Push is refused meanwhile.
@@ -32,7 +39,7 @@ func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClie
 	const name = "shared"
 	first, _ := filledFilter(t, 2000, 41, 1000)
 	second, _ := filledFilter(t, 2000, 42, 1500)
-	short := &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, ClaimTTL: 300 * time.Millisecond}
+	short := &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, ClaimTTL: testClaimTTL}
 	holder, err := Attach(first, r, name, short)
 	require.NoError(t, err)
 	defer holder.Close()
@@ -42,7 +49,7 @@ func testSecondWriterOfANameWaits(t *testing.T, r Redis, raw redis.UniversalClie
 	require.NoError(t, err)
 	defer waiter.Close()
 	// Several times the claim's time, all of it idle for the holder.
-	waited, stop := context.WithTimeout(ctx, time.Second)
+	waited, stop := context.WithTimeout(ctx, 3*testClaimTTL)
 	defer stop()
 	err = waiter.Flush(waited)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -211,7 +218,7 @@ func testPusherHoldsTheNameBetweenPushes(t *testing.T, r Redis, raw redis.Univer
 	const name = "pushed"
 	mine, _ := filledFilter(t, 2000, 46, 1000)
 	other, _ := filledFilter(t, 2000, 47, 1500)
-	p, err := NewPusher(r, name, &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, ClaimTTL: 300 * time.Millisecond})
+	p, err := NewPusher(r, name, &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, ClaimTTL: testClaimTTL})
 	require.NoError(t, err)
 	defer p.Close()
 	_, err = p.Push(ctx, mine)
@@ -219,7 +226,7 @@ func testPusherHoldsTheNameBetweenPushes(t *testing.T, r Redis, raw redis.Univer
 
 	// Between pushes, for several times the claim's time, the name stays
 	// claimed: the pusher renews it well before it expires.
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
+	for end := time.Now().Add(3 * testClaimTTL); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
 		require.EqualValues(t, 1, raw.Exists(ctx, keys{name}.owner()).Val(), "the claim lapsed between pushes")
 	}
 	_, err = Push(ctx, other, r, name, smallParts)
