@@ -439,8 +439,14 @@ func TestReadOnlyCopiesWhileTheWriterChanges(t *testing.T) {
 	var stop atomic.Bool
 	var drops atomic.Int64
 	done := make(chan struct{})
-	go func() { // bursts of adds, with pauses a copy fits in; opens and retires sub-filters
+	// The writer adds in bursts, with pauses a copy fits in, and opens and
+	// retires sub-filters. A pause is as long as the burst before it, and
+	// at least 5 ms: with invariant checks on a busy machine an add took
+	// 150 µs, and fixed pauses of 5 ms left copies too few quiet moments
+	// to make 30 in 30 s.
+	go func() {
 		defer close(done)
+		burst := time.Now()
 		for i := uint64(0); !stop.Load(); i++ {
 			if err := f.Add(key(i), i); err != nil {
 				t.Error(err)
@@ -456,7 +462,8 @@ func TestReadOnlyCopiesWhileTheWriterChanges(t *testing.T) {
 				}
 				drops.Add(1)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(max(5*time.Millisecond, time.Since(burst)))
+			burst = time.Now()
 		}
 	}()
 	r, err := Open(f.Path(), &Options{ReadOnly: true})
