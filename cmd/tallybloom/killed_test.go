@@ -70,23 +70,8 @@ func TestExportWhileAnotherProcessAdds(t *testing.T) {
 	stdin, err := adder.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, adder.Start())
-	fed := make(chan error, 1)
-	go func() { // groups of keys with pauses between them, as a feed arrives
-		defer stdin.Close()
-		for group := range 60 {
-			var lines strings.Builder
-			for i := range 5000 {
-				id := group*5000 + i
-				fmt.Fprintf(&lines, "%d\tkey-%d\n", id, id)
-			}
-			if _, err := stdin.Write([]byte(lines.String())); err != nil {
-				fed <- err
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		fed <- nil
-	}()
+	// Groups of keys with pauses between them, as a feed arrives.
+	fed := feedInBursts(stdin, path, 5000, 60)
 
 	dir := t.TempDir()
 	exported, refused := 0, 0
@@ -107,6 +92,7 @@ func TestExportWhileAnotherProcessAdds(t *testing.T) {
 		select {
 		case err := <-fed:
 			require.NoError(t, err)
+			require.NoError(t, stdin.Close())
 			require.NoError(t, adder.Wait())
 			t.Logf("%d exports while another process added 300 000 keys, %d refused", exported, refused)
 			require.Positive(t, exported)

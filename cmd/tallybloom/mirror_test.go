@@ -417,34 +417,9 @@ func TestMirrorPushSaysTheSequenceItCopied(t *testing.T) {
 	writer.Stderr = &writerErr
 	require.NoError(t, writer.Start())
 	t.Cleanup(func() { _ = writer.Process.Kill() })
-	// The keys go in bursts, each followed by a pause: a reader copies
-	// between two of the writer's changes, and a writer that never pauses
-	// cannot be copied from outside. A pause starts once the writer has
-	// added its burst, not when the burst is written: on a busy machine
-	// the writer falls behind its input, and a pipe full of keys is a
-	// writer that never pauses.
-	progress, err := engine.Open(path, &engine.Options{ReadOnly: true})
-	require.NoError(t, err)
-	fed := make(chan error, 1)
-	go func() {
-		defer progress.Close()
-		var err error
-		var burst bytes.Buffer
-		for sent := 0; err == nil; {
-			burst.Reset()
-			for range 100 {
-				fmt.Fprintf(&burst, "%d\tkey-%d\n", sent, sent)
-				sent++
-			}
-			_, err = in.Write(burst.Bytes())
-			// A writer that died adds nothing more: the next write fails.
-			for deadline := time.Now().Add(10 * time.Second); err == nil && progress.Stats().Count < uint64(sent) && time.Now().Before(deadline); {
-				time.Sleep(100 * time.Microsecond)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		fed <- err
-	}()
+	// A reader copies between two of the writer's changes, and a writer
+	// that never pauses cannot be copied from outside.
+	fed := feedInBursts(in, path, 100, 0)
 
 	c := redistest.Client(t, s)
 	ctx := context.Background()
