@@ -12,15 +12,15 @@ import (
 )
 
 // feedInBursts writes "ID<TAB>key-ID" lines, ids from 0 on, to in, the
-// input of a command that adds them to the filter at path: perBurst lines
-// at a time, bursts of them (0: until a write fails). After each burst it
-// waits until a reader of the filter counts the burst's keys, then pauses
-// as long as that took and at least 5 ms, so that another process finds
-// the writer idle about half of the time and can copy the filter between
-// two of its changes. Paced by the clock alone, the writer of a busy
-// machine falls behind its input, and a pipe full of keys is a writer that
-// never pauses. The channel gets the write's error (nil after the last
-// burst).
+// input of a command that adds them to the filter at path, perBurst lines
+// a burst: the number bursts says, or with 0 until a write fails. After
+// each burst it waits until a reader of the filter counts the burst's
+// keys, then pauses as long as that took and at least 5 ms, so that
+// another process finds the writer idle about half of the time and can
+// copy the filter between two of its changes. Paced by the clock alone,
+// the writer of a busy machine falls behind its input, and a pipe full of
+// keys is a writer that never pauses. The channel gets the write's error
+// (nil after the last burst).
 func feedInBursts(in io.Writer, path string, perBurst, bursts int) <-chan error {
 	fed := make(chan error, 1)
 	go func() {

@@ -33,8 +33,8 @@ func (c Counter) Since() (int64, bool) {
 // Report reports on b the faults since c started, divided among ops
 // operations, as the metric "faults/"+unit: b.N and "op" for a benchmark
 // whose op is one operation, or b.N*1024 and "key" for one whose op is a
-// batch of 1024 keys. Where the system does not count faults it reports
-// nothing.
+// batch of 1024 keys. Where the system does not count faults, and under
+// the race detector, it reports nothing.
 func (c Counter) Report(b *testing.B, ops int, unit string) {
 	if n, ok := c.Since(); ok && ops > 0 {
 		b.ReportMetric(float64(n)/float64(ops), "faults/"+unit)
