@@ -127,9 +127,9 @@ func (f *Filter) Contains(h Hash) bool {
 		return true
 	}
 	words := f.blockWords(f.block(h))
-	// The slot stream, with the counters taken kept here: the chunks then
-	// stay in registers, and a lookup is short enough that the processor
-	// starts the next key's cache misses while this one's are outstanding.
+	// The slot stream, drawn here, stops at the first zero counter, and a
+	// lookup stays short enough that the processor starts the next key's
+	// cache misses while this one's are outstanding.
 	chunks := f.chunks(h)
 	var taken [2]uint64
 	for need := f.geometry.K; need > 0; {
@@ -148,9 +148,11 @@ func (f *Filter) Contains(h Hash) bool {
 }
 
 // presenceSet is the key's counters as presence bits of its block: the slot
-// stream, each counter drawn again skipped.
+// stream, each counter drawn again skipped. The two words are values, not
+// an array indexed by each chunk, so that they stay in registers: in an
+// array every chunk's bit waited for the store of the one before, and a
+// lookup in the cache took a ninth longer (docs/PERFORMANCE.md, Lookups).
 func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
-	var set [2]uint64
 	// The first K chunks are taken without a branch on each. Most keys draw
 	// no counter twice among them, and those chunks are then the set; a key
 	// that did goes on down the stream, skipping counters already taken.
@@ -159,9 +161,7 @@ func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
 	for need := s.geometry.K; ; {
 		n := min(need, 64/7)
 		for range n {
-			// presenceBit(c) of the chunk c: the shift takes its low six
-			// bits, already in presenceBit's order.
-			set[chunks>>6&1] |= 1 << (chunks & 63)
+			lo, hi = withPresenceBit(lo, hi, chunks)
 			chunks >>= 7
 		}
 		if need -= n; need == 0 {
@@ -171,19 +171,37 @@ func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
 		state += slotStep
 		chunks = mix(state) ^ sevens
 	}
-	for have := bits.OnesCount64(set[0]) + bits.OnesCount64(set[1]); have < s.geometry.K; chunks >>= 7 {
+	for have := bits.OnesCount64(lo) + bits.OnesCount64(hi); have < s.geometry.K; chunks >>= 7 {
 		if left == 0 {
 			state += slotStep
 			chunks, left = mix(state)^sevens, 64/7
 		}
 		left--
-		if bit := uint64(1) << (chunks & 63); set[chunks>>6&1]&bit == 0 {
-			set[chunks>>6&1] |= bit
-			have++
-		}
+		// A counter already taken sets no new bit and counts none.
+		nextLo, nextHi := withPresenceBit(lo, hi, chunks)
+		have += bits.OnesCount64((nextLo ^ lo) | (nextHi ^ hi))
+		lo, hi = nextLo, nextHi
 	}
-	return set[0], set[1]
+	return lo, hi
 }
+
+// withPresenceBit sets the presence bit of chunk c, already in
+// presenceBit's order: bit c&63 of hi where c's bit 6 is set, of lo where
+// it is not. The pair comes from a table, so that no branch, and no
+// variable shift, depends on the chunk.
+func withPresenceBit(lo, hi, c uint64) (uint64, uint64) {
+	pair := &presencePairs[c&127]
+	return lo | pair[0], hi | pair[1]
+}
+
+// presencePairs is, for each chunk c of seven bits, c's presence bit as
+// the two words of a block's presence bits.
+var presencePairs = func() (pairs [128][2]uint64) {
+	for c := range pairs {
+		pairs[c][c>>6] = 1 << (c & 63)
+	}
+	return pairs
+}()
 
 // sevens is 7 in every 7-bit chunk of a word: an exclusive or with it
 // puts every chunk's counter in presenceBit's order at once.
