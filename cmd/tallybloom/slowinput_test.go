@@ -408,21 +408,32 @@ func slowExport(t *testing.T) (path, out string, writing func() []string) {
 // stoppedExport starts exporting path to out and stops it (SIGSTOP) in the
 // middle of the copy, and returns the name of that copy. It waits for the
 // copy to hold bytes: the export writes only once the copy is made and
-// locked.
+// locked. The wait is long: in a run of the whole suite with the race
+// detector, two exports of this size started side by side showed no copy
+// with bytes for 10 s, where one alone writes its first bytes within a
+// second; an export that ends meanwhile fails the test at once.
 func stoppedExport(t *testing.T, path, out string, writing func() []string) (*started, string) {
 	t.Helper()
 	before := writing()
 	export := start(t, "export", "--base64", path, out)
 	var copy string
-	require.Eventually(t, func() bool {
+	for deadline := time.Now().Add(time.Minute); copy == ""; time.Sleep(time.Millisecond) {
 		for _, name := range writing() {
 			if info, err := os.Stat(name); err == nil && info.Size() > 0 && !slices.Contains(before, name) {
 				copy = name
-				return true
 			}
 		}
-		return false
-	}, 10*time.Second, time.Millisecond)
+		select {
+		case _, open := <-export.lines:
+			if !open && copy == "" {
+				t.Fatalf("the export ended before a copy beside OUT held bytes: %s", export.errOut.String())
+			}
+		default:
+		}
+		if copy == "" && time.Now().After(deadline) {
+			t.Fatalf("no copy beside OUT held bytes within a minute: %s", export.errOut.String())
+		}
+	}
 	// Stopped, it is caught in the middle of the copy, or has finished.
 	require.NoError(t, export.cmd.Process.Signal(syscall.SIGSTOP))
 	if !slices.Contains(writing(), copy) {
