@@ -109,12 +109,10 @@ func wordsOf(b []byte) ([]uint64, error) {
 // cost one or two loads.
 func (f *Filter) Contains(h Hash) bool {
 	if f.presence != nil {
-		// The loads come first, so that a cache miss is under way while the
-		// key's set of presence bits is drawn.
-		presence := f.presenceOf(f.block(h))
-		lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
-		want0, want1 := f.presenceSet(h)
-		return want0&^lo|want1&^hi == 0
+		// The block is below Blocks, and presence holds two words a block,
+		// so one bounds check covers both.
+		presence := (*[2]uint64)(unsafe.Pointer(&f.presence[2*f.block(h)]))
+		return presenceContains(presence, h.Derived^f.slotSalt, f.geometry.K)
 	}
 	if f.geometry.Flat {
 		s := f.flatSlots(h)
@@ -147,18 +145,33 @@ func (f *Filter) Contains(h Hash) bool {
 	return true
 }
 
+// presenceContainsGo reports whether presence holds the presence bit of
+// each counter of the key whose slot stream starts at state (h.Derived
+// with the filter's salt in), for k counters. It loads the bits first, so
+// that a cache miss is under way while the set is drawn.
+func presenceContainsGo(presence *[2]uint64, state uint64, k int) bool {
+	lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
+	want0, want1 := presenceSetAt(state, k)
+	return want0&^lo|want1&^hi == 0
+}
+
 // presenceSet is the key's counters as presence bits of its block: the slot
 // stream, each counter drawn again skipped. The two words are values, not
 // an array indexed by each chunk, so that they stay in registers: in an
 // array every chunk's bit waited for the store of the one before, and a
 // lookup in the cache took a ninth longer (docs/PERFORMANCE.md, Lookups).
 func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
+	return presenceSetAt(h.Derived^s.slotSalt, s.geometry.K)
+}
+
+// presenceSetAt is presenceSet of the key whose slot stream starts at
+// state, for k counters.
+func presenceSetAt(state uint64, k int) (lo, hi uint64) {
 	// The first K chunks are taken without a branch on each. Most keys draw
 	// no counter twice among them, and those chunks are then the set; a key
 	// that did goes on down the stream, skipping counters already taken.
-	x := h.Derived ^ s.slotSalt
-	state, chunks, left := x, x^sevens, 0
-	for need := s.geometry.K; ; {
+	chunks, left := state^sevens, 0
+	for need := k; ; {
 		n := min(need, 64/7)
 		for range n {
 			lo, hi = withPresenceBit(lo, hi, chunks)
@@ -171,7 +184,7 @@ func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
 		state += slotStep
 		chunks = mix(state) ^ sevens
 	}
-	for have := bits.OnesCount64(lo) + bits.OnesCount64(hi); have < s.geometry.K; chunks >>= 7 {
+	for have := bits.OnesCount64(lo) + bits.OnesCount64(hi); have < k; chunks >>= 7 {
 		if left == 0 {
 			state += slotStep
 			chunks, left = mix(state)^sevens, 64/7
@@ -709,9 +722,7 @@ func (f *Filter) ContainsBatch(hashes []Hash, out []bool) []bool {
 			prefetch.Line(unsafe.Pointer(places[i]))
 		}
 		for i, h := range hashes[:n] {
-			lo, hi := atomic.LoadUint64(&places[i][0]), atomic.LoadUint64(&places[i][1])
-			want0, want1 := f.presenceSet(h)
-			out = append(out, want0&^lo|want1&^hi == 0)
+			out = append(out, presenceContains(places[i], h.Derived^f.slotSalt, f.geometry.K))
 		}
 		hashes = hashes[n:]
 	}

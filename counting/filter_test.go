@@ -599,6 +599,58 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 	}
 }
 
+// A lookup tests the key's presence bits with presenceContains, in
+// assembly on amd64, and presenceContainsGo elsewhere. Both must answer as
+// the slot stream does, for every k: found where the presence bits hold
+// the key's set, not found where they lack a bit of it, whatever other
+// bits are set; keys whose first chunks took a counter twice included.
+func TestPresenceContainsAgreesWithTheSlotStream(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for k := 1; k <= MaxK; k++ {
+		f, _ := newTestFilter(t, Geometry{Blocks: 64, K: k}, true)
+		twice := 0
+		for range 5000 {
+			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
+			var set [2]uint64
+			chunks, drawn := f.chunks(h), 0
+			for taken := 0; taken < k; drawn++ {
+				if c := chunks.next(); set[c>>6]&presenceBit(c) == 0 {
+					set[c>>6] |= presenceBit(c)
+					taken++
+				}
+			}
+			if drawn > k {
+				twice++
+			}
+			other := [2]uint64{rng.Uint64(), rng.Uint64()}
+			lacking := set // the set less one of its bits
+			for {
+				w, bit := rng.IntN(2), uint64(1)<<rng.IntN(64)
+				if lacking[w]&bit != 0 {
+					lacking[w] &^= bit
+					break
+				}
+			}
+			for _, c := range []struct {
+				presence [2]uint64
+				found    bool
+			}{
+				{set, true},
+				{[2]uint64{set[0] | other[0], set[1] | other[1]}, true},
+				{lacking, false},
+				{[2]uint64{lacking[0] | other[0]&^set[0], lacking[1] | other[1]&^set[1]}, false},
+			} {
+				state := h.Derived ^ f.slotSalt
+				require.Equal(t, c.found, presenceContains(&c.presence, state, k), "k=%d", k)
+				require.Equal(t, c.found, presenceContainsGo(&c.presence, state, k), "k=%d", k)
+			}
+		}
+		if k >= 4 {
+			require.Greater(t, twice, 100, "k=%d: too few keys drew a counter twice to test them", k)
+		}
+	}
+}
+
 // The undo record saves the spans a probe names before the change writes:
 // every counter byte an Increment or a Decrement writes must lie in one.
 func TestSpansCoverEveryByteAChangeWrites(t *testing.T) {

@@ -1,0 +1,13 @@
+//go:build amd64 && !race
+
+package counting
+
+import "testing"
+
+// Without POPCNT the assembly draws every key's counters one at a time,
+// for every k, and must answer as the slot stream does there too.
+func TestPresenceContainsWithoutPOPCNT(t *testing.T) {
+	defer func(had bool) { hasPOPCNT = had }(hasPOPCNT)
+	hasPOPCNT = false
+	TestPresenceContainsAgreesWithTheSlotStream(t)
+}
