@@ -562,6 +562,22 @@ func TestSpread16UndoesPresenceFlags(t *testing.T) {
 	}
 }
 
+// streamCounters draws the key's k counters from the slot stream one chunk
+// at a time, as docs/FORMAT.md gives it: as presence bits of the block, as
+// the low bit of each in the block's counter words, and how many chunks it
+// drew to find them.
+func streamCounters(f *Filter, h Hash) (set [2]uint64, masks [wordsPerBlock]uint64, drawn int) {
+	chunks := f.chunks(h)
+	for taken := 0; taken < f.geometry.K; drawn++ {
+		if c := chunks.next(); set[c>>6]&presenceBit(c) == 0 {
+			set[c>>6] |= presenceBit(c)
+			masks[c>>4] |= 1 << nibbleShift(c)
+			taken++
+		}
+	}
+	return set, masks, drawn
+}
+
 // The slot stream is the file format's placement of a key's counters (see
 // docs/FORMAT.md). presenceSet and Locate draw it their own quicker ways; they
 // must take exactly the counters the stream takes, for every k: keys that
@@ -574,16 +590,7 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 		drewAgain := 0
 		for range 5000 {
 			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
-			var want [2]uint64
-			var masks [wordsPerBlock]uint64
-			chunks, drawn := f.chunks(h), 0
-			for taken := 0; taken < k; drawn++ {
-				if c := chunks.next(); want[c>>6]&presenceBit(c) == 0 {
-					want[c>>6] |= presenceBit(c)
-					masks[c>>4] |= 1 << nibbleShift(c)
-					taken++
-				}
-			}
+			want, masks, drawn := streamCounters(f, h)
 			if drawn > k {
 				drewAgain++
 			}
@@ -611,14 +618,7 @@ func TestPresenceContainsAgreesWithTheSlotStream(t *testing.T) {
 		twice := 0
 		for range 5000 {
 			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
-			var set [2]uint64
-			chunks, drawn := f.chunks(h), 0
-			for taken := 0; taken < k; drawn++ {
-				if c := chunks.next(); set[c>>6]&presenceBit(c) == 0 {
-					set[c>>6] |= presenceBit(c)
-					taken++
-				}
-			}
+			set, _, drawn := streamCounters(f, h)
 			if drawn > k {
 				twice++
 			}
