@@ -124,13 +124,27 @@ func (f *Filter) Contains(h Hash) bool {
 		}
 		return true
 	}
-	words := f.blockWords(f.block(h))
-	// The slot stream, drawn here, stops at the first zero counter, and a
-	// lookup stays short enough that the processor starts the next key's
-	// cache misses while this one's are outstanding.
-	chunks := f.chunks(h)
+	return countersContains(f.blockWords(f.block(h)), h.Derived^f.slotSalt, f.geometry.K)
+}
+
+// presenceContainsGo reports whether presence holds the presence bit of
+// each counter of the key whose slot stream starts at state (h.Derived
+// with the filter's salt in), for k counters. It loads the bits first, so
+// that a cache miss is under way while the set is drawn.
+func presenceContainsGo(presence *[2]uint64, state uint64, k int) bool {
+	lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
+	want0, want1 := presenceSetAt(state, k)
+	return want0&^lo|want1&^hi == 0
+}
+
+// countersContainsGo reports whether every counter of words, a block, that
+// the key whose slot stream starts at state takes is non-zero, for k
+// counters. It tests each counter as the stream draws it, stopping at the
+// first zero one.
+func countersContainsGo(words *[wordsPerBlock]uint64, state uint64, k int) bool {
+	chunks := chunkStream{state: state, bits: state, left: 64 / 7}
 	var taken [2]uint64
-	for need := f.geometry.K; need > 0; {
+	for need := k; need > 0; {
 		c := chunks.next()
 		bit := uint64(1) << (c & 63)
 		if taken[c>>6]&bit != 0 {
@@ -143,16 +157,6 @@ func (f *Filter) Contains(h Hash) bool {
 		need--
 	}
 	return true
-}
-
-// presenceContainsGo reports whether presence holds the presence bit of
-// each counter of the key whose slot stream starts at state (h.Derived
-// with the filter's salt in), for k counters. It loads the bits first, so
-// that a cache miss is under way while the set is drawn.
-func presenceContainsGo(presence *[2]uint64, state uint64, k int) bool {
-	lo, hi := atomic.LoadUint64(&presence[0]), atomic.LoadUint64(&presence[1])
-	want0, want1 := presenceSetAt(state, k)
-	return want0&^lo|want1&^hi == 0
 }
 
 // presenceSet is the key's counters as presence bits of its block: the slot

@@ -606,31 +606,36 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 	}
 }
 
-// A lookup tests the key's presence bits with presenceContains, in
-// assembly on amd64, and presenceContainsGo elsewhere. Both must answer as
-// the slot stream does, for every k: found where the presence bits hold
-// the key's set, not found where they lack a bit of it, whatever other
-// bits are set; keys whose first chunks took a counter twice included.
-func TestPresenceContainsAgreesWithTheSlotStream(t *testing.T) {
+// A lookup tests the key's presence bits with presenceContains, or, with
+// counters only, the key's counters with countersContains: in assembly on
+// amd64, in Go (presenceContainsGo, countersContainsGo) elsewhere. Both
+// must answer as the slot stream does, for every k: found where the block
+// holds the key's set, not found where it lacks one counter of it,
+// whatever else is set; keys whose first chunks took a counter twice
+// included.
+func TestLookupsAgreeWithTheSlotStream(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for k := 1; k <= MaxK; k++ {
 		f, _ := newTestFilter(t, Geometry{Blocks: 64, K: k}, true)
 		twice := 0
 		for range 5000 {
 			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
-			set, _, drawn := streamCounters(f, h)
+			set, masks, drawn := streamCounters(f, h)
 			if drawn > k {
 				twice++
 			}
 			other := [2]uint64{rng.Uint64(), rng.Uint64()}
-			lacking := set // the set less one of its bits
+			lacking := set // the set less one of its bits, counter gone
+			var gone uint
 			for {
-				w, bit := rng.IntN(2), uint64(1)<<rng.IntN(64)
-				if lacking[w]&bit != 0 {
+				w, b := rng.IntN(2), rng.IntN(64)
+				if bit := uint64(1) << b; lacking[w]&bit != 0 {
 					lacking[w] &^= bit
+					gone = uint(64*w + (b ^ 7)) // presenceBit's order
 					break
 				}
 			}
+			state := h.Derived ^ f.slotSalt
 			for _, c := range []struct {
 				presence [2]uint64
 				found    bool
@@ -640,9 +645,30 @@ func TestPresenceContainsAgreesWithTheSlotStream(t *testing.T) {
 				{lacking, false},
 				{[2]uint64{lacking[0] | other[0]&^set[0], lacking[1] | other[1]&^set[1]}, false},
 			} {
-				state := h.Derived ^ f.slotSalt
 				require.Equal(t, c.found, presenceContains(&c.presence, state, k), "k=%d", k)
 				require.Equal(t, c.found, presenceContainsGo(&c.presence, state, k), "k=%d", k)
+			}
+
+			// Counter blocks: the key's counters at 1 and every other zero,
+			// or every counter random and the key's at least 1; each whole
+			// and less the counter gone.
+			var ones, random [wordsPerBlock]uint64
+			for i, m := range masks {
+				ones[i] = m
+				for n := range 16 {
+					nibble := uint64(rng.IntN(MaxCounter+1)) << (4 * n)
+					if m>>(4*n)&1 != 0 && nibble == 0 {
+						nibble = uint64(1+rng.IntN(MaxCounter)) << (4 * n)
+					}
+					random[i] |= nibble
+				}
+			}
+			for _, words := range []*[wordsPerBlock]uint64{&ones, &random} {
+				require.True(t, countersContains(words, state, k), "k=%d", k)
+				require.True(t, countersContainsGo(words, state, k), "k=%d", k)
+				words[gone>>4] &^= MaxCounter << nibbleShift(gone)
+				require.False(t, countersContains(words, state, k), "k=%d", k)
+				require.False(t, countersContainsGo(words, state, k), "k=%d", k)
 			}
 		}
 		if k >= 4 {

@@ -2,6 +2,19 @@
 
 #include "textflag.h"
 
+// presenceContains and countersContains draw a key's counters the same
+// way, and differ only in what they do with each counter drawn:
+// presenceContains collects its presence bit and tests the set against the
+// block's presence bits at the end; countersContains tests the counter
+// itself as it goes. The drawing is written once, in the macros below.
+//
+// Registers, in both: DI the stream's state (then its later states),
+// CX its first word and DX its second, each with SEVENS in; SI
+// presencePairs; AX and BX the set drawn so far (its low and high word);
+// R12 k; R10, R11 and R13 scratch. presenceContains keeps the block's
+// presence words in R8 and R9; countersContains keeps counterPlaces in R8
+// and the block's counter words at R9.
+
 // slotStep and sevens as the Go code has them (filter.go).
 #define SLOT_STEP $0x9e3779b97f4a7c15
 #define SEVENS $0x070e1c3870e1c387
@@ -9,7 +22,7 @@
 // CHUNK ORs into AX (low word) and BX (high word) the presence bit of chunk
 // i of reg, whose seven bits start at bit 7*i: shifted right by 7*i-4 and
 // masked with 0x7f0, the chunk is its offset into presencePairs (SI), 16
-// bytes a pair. Chunk 0 is shifted left by 4 instead.
+// bytes a pair, left in R10. Chunk 0 is shifted left by 4 instead.
 #define CHUNK(reg, shift) \
 	MOVQ reg, R10 \
 	SHRQ $shift, R10 \
@@ -23,6 +36,24 @@
 	ANDL $0x7f0, R10 \
 	ORQ  0(SI)(R10*1), AX \
 	ORQ  8(SI)(R10*1), BX
+
+// COUNTER tests the counter whose offset into counterPlaces (R8) is in
+// idx: the pair there is the byte offset of its word in the block (R9),
+// loaded into off, and the mask of its nibble, loaded over idx. A zero
+// counter answers false at once.
+#define COUNTER(idx, off) \
+	MOVQ  0(R8)(idx*1), off \
+	MOVQ  8(R8)(idx*1), idx \
+	TESTQ idx, 0(R9)(off*1) \
+	JZ    zero
+
+#define COUNTER_CHUNK(reg, shift) \
+	CHUNK(reg, shift) \
+	COUNTER(R10, R11)
+
+#define COUNTER_CHUNK0(reg) \
+	CHUNK0(reg) \
+	COUNTER(R10, R11)
 
 // MIX is mix (hash.go) of x, with t to work in.
 #define MIX(x, t) \
@@ -40,126 +71,192 @@
 	SHRQ  $31, t \
 	XORQ  t, x
 
+// DRAW takes DI and CX = state and R12 = k, and draws the first k chunks, up to
+// eighteen, straight through with ch (and ch0 for chunk 0 of a word), from
+// the last down to chunk 0 of each word: a compare on k, the same for
+// every key of a filter, picks where to enter. Then one POPCNT tells
+// whether the chunks took a counter twice; if not, it goes on to test,
+// else to rest. A larger k, or a processor without POPCNT, goes to long.
+// For ten to eighteen it draws chunks 0 to k-10 of the second word (the
+// mix of state plus slotStep), then all nine of the first; the sub-filters
+// of a chain with k above nine tighten from ten up, so the compares start
+// there.
+#define DRAW(ch, ch0) \
+	LEAQ ·presencePairs(SB), SI \
+	MOVQ SEVENS, R10 \
+	XORQ R10, CX \
+	XORL AX, AX \
+	XORL BX, BX \
+	CMPB ·hasPOPCNT(SB), $0 \
+	JEQ  long \
+	CMPQ R12, $9 \
+	JLE  firstword \
+	CMPQ R12, $18 \
+	JG   long \
+	MOVQ DI, DX \
+	MOVQ SLOT_STEP, R10 \
+	ADDQ R10, DX \
+	MIX(DX, R10) \
+	MOVQ SEVENS, R10 \
+	XORQ R10, DX \
+	MOVQ R12, R13 \
+	SUBQ $9, R13 \
+	CMPQ R13, $1 \
+	JEQ  second1 \
+	CMPQ R13, $2 \
+	JEQ  second2 \
+	CMPQ R13, $3 \
+	JEQ  second3 \
+	CMPQ R13, $4 \
+	JEQ  second4 \
+	CMPQ R13, $5 \
+	JEQ  second5 \
+	CMPQ R13, $6 \
+	JEQ  second6 \
+	CMPQ R13, $7 \
+	JEQ  second7 \
+	CMPQ R13, $8 \
+	JEQ  second8 \
+	JMP  second9 \
+second9: \
+	ch(DX, 52) \
+second8: \
+	ch(DX, 45) \
+second7: \
+	ch(DX, 38) \
+second6: \
+	ch(DX, 31) \
+second5: \
+	ch(DX, 24) \
+second4: \
+	ch(DX, 17) \
+second3: \
+	ch(DX, 10) \
+second2: \
+	ch(DX, 3) \
+second1: \
+	ch0(DX) \
+	JMP  first9 \
+firstword: \
+	CMPQ R12, $7 \
+	JEQ  first7 \
+	CMPQ R12, $9 \
+	JEQ  first9 \
+	CMPQ R12, $8 \
+	JEQ  first8 \
+	CMPQ R12, $6 \
+	JEQ  first6 \
+	CMPQ R12, $5 \
+	JEQ  first5 \
+	CMPQ R12, $4 \
+	JEQ  first4 \
+	CMPQ R12, $3 \
+	JEQ  first3 \
+	CMPQ R12, $2 \
+	JEQ  first2 \
+	JMP  first1 \
+first9: \
+	ch(CX, 52) \
+first8: \
+	ch(CX, 45) \
+first7: \
+	ch(CX, 38) \
+first6: \
+	ch(CX, 31) \
+first5: \
+	ch(CX, 24) \
+first4: \
+	ch(CX, 17) \
+first3: \
+	ch(CX, 10) \
+first2: \
+	ch(CX, 3) \
+first1: \
+	ch0(CX) \
+	POPCNTQ AX, R10 \
+	POPCNTQ BX, R11 \
+	ADDQ    R11, R10 \
+	CMPQ    R10, R12 \
+	JNE     rest \
+	JMP     test
+
+// REST draws the key's counters one chunk at a time, each new one handed
+// to each (with its offset into the tables in R11), until k are drawn;
+// then it goes to test. It enters at long, with nothing drawn, from the
+// first word's chunk 0; or at rest, with R10 counters drawn from the first
+// k chunks, going on from the chunk after the k-th: in the first word
+// (state) for k up to nine, else in the second (state plus slotStep), k-9
+// chunks in, the word shifted past the chunks used into DX and R13 the
+// chunks left in it. A counter already taken sets no new bit and counts
+// none: a pair has its one bit in one of its two words, so testing both
+// against the set tells whether it is taken.
+#define REST(each) \
+long: \
+	XORL R10, R10 \
+	MOVQ CX, DX \
+	MOVQ $9, R13 \
+	JMP  restloop \
+rest: \
+	MOVQ R12, R13 \
+	CMPQ R12, $9 \
+	JLE  restshift \
+	MOVQ SLOT_STEP, R11 \
+	ADDQ R11, DI \
+	MOVQ DX, CX \
+	SUBQ $9, R13 \
+restshift: \
+	MOVQ CX, DX \
+	MOVQ R13, CX \
+	SHLQ $3, CX \
+	SUBQ R13, CX \
+	SHRQ CX, DX \
+	NEGQ R13 \
+	ADDQ $9, R13 \
+restloop: \
+	CMPQ  R10, R12 \
+	JGE   test \
+	TESTQ R13, R13 \
+	JNZ   draw \
+	MOVQ  SLOT_STEP, R11 \
+	ADDQ  R11, DI \
+	MOVQ  DI, DX \
+	MIX(DX, R11) \
+	MOVQ  SEVENS, R11 \
+	XORQ  R11, DX \
+	MOVQ  $9, R13 \
+draw: \
+	DECQ  R13 \
+	MOVQ  DX, R11 \
+	SHLQ  $4, R11 \
+	ANDL  $0x7f0, R11 \
+	SHRQ  $7, DX \
+	MOVQ  0(SI)(R11*1), CX \
+	TESTQ CX, AX \
+	JNZ   restloop \
+	TESTQ 8(SI)(R11*1), BX \
+	JNZ   restloop \
+	ORQ   CX, AX \
+	ORQ   8(SI)(R11*1), BX \
+	INCQ  R10 \
+	each \
+	JMP   restloop
+
+#define NOTHING
+
+#define COUNTER_REST COUNTER(R11, CX)
+
 // func presenceContains(presence *[2]uint64, state uint64, k int) bool
 //
 // The block's presence bits are loaded first, so that a cache miss is
-// under way while the set is drawn. The first k chunks, up to eighteen,
-// are drawn straight through, from the last down to chunk 0 of each word:
-// a compare on k, the same for every key of a filter, picks where to
-// enter. A key whose chunks took a counter twice goes on down the stream
-// one chunk at a time (rest); a larger k, or a processor without POPCNT,
-// draws every chunk that way (long).
+// under way while the set is drawn.
 TEXT ·presenceContains(SB), NOSPLIT, $0-25
-	MOVQ presence+0(FP), DI
-	MOVQ state+8(FP), CX
+	MOVQ presence+0(FP), R11
+	MOVQ state+8(FP), DI
 	MOVQ k+16(FP), R12
-	MOVQ 0(DI), R8
-	MOVQ 8(DI), R9
-	LEAQ ·presencePairs(SB), SI
-	MOVQ SEVENS, R10
-	XORQ R10, CX
-	XORL AX, AX
-	XORL BX, BX
-	CMPB ·hasPOPCNT(SB), $0
-	JEQ  long
-	CMPQ R12, $9
-	JLE  firstword
-	CMPQ R12, $18
-	JG   long
-
-	// Ten to eighteen: chunks 0 to k-10 of the second word, then all nine
-	// of the first. The sub-filters of a chain with k above nine tighten
-	// from ten up, so the compares start there.
-	MOVQ state+8(FP), DX
-	MOVQ SLOT_STEP, R10
-	ADDQ R10, DX
-	MIX(DX, R10)
-	MOVQ SEVENS, R10
-	XORQ R10, DX
-	MOVQ R12, R13
-	SUBQ $9, R13
-	CMPQ R13, $1
-	JEQ  second1
-	CMPQ R13, $2
-	JEQ  second2
-	CMPQ R13, $3
-	JEQ  second3
-	CMPQ R13, $4
-	JEQ  second4
-	CMPQ R13, $5
-	JEQ  second5
-	CMPQ R13, $6
-	JEQ  second6
-	CMPQ R13, $7
-	JEQ  second7
-	CMPQ R13, $8
-	JEQ  second8
-	JMP  second9
-
-second9:
-	CHUNK(DX, 52)
-second8:
-	CHUNK(DX, 45)
-second7:
-	CHUNK(DX, 38)
-second6:
-	CHUNK(DX, 31)
-second5:
-	CHUNK(DX, 24)
-second4:
-	CHUNK(DX, 17)
-second3:
-	CHUNK(DX, 10)
-second2:
-	CHUNK(DX, 3)
-second1:
-	CHUNK0(DX)
-	JMP  first9
-
-firstword:
-	CMPQ R12, $7
-	JEQ  first7
-	CMPQ R12, $9
-	JEQ  first9
-	CMPQ R12, $8
-	JEQ  first8
-	CMPQ R12, $6
-	JEQ  first6
-	CMPQ R12, $5
-	JEQ  first5
-	CMPQ R12, $4
-	JEQ  first4
-	CMPQ R12, $3
-	JEQ  first3
-	CMPQ R12, $2
-	JEQ  first2
-	JMP  first1
-
-first9:
-	CHUNK(CX, 52)
-first8:
-	CHUNK(CX, 45)
-first7:
-	CHUNK(CX, 38)
-first6:
-	CHUNK(CX, 31)
-first5:
-	CHUNK(CX, 24)
-first4:
-	CHUNK(CX, 17)
-first3:
-	CHUNK(CX, 10)
-first2:
-	CHUNK(CX, 3)
-first1:
-	CHUNK0(CX)
-
-	// Chunks that took a counter twice set fewer than k bits.
-	POPCNTQ AX, R10
-	POPCNTQ BX, R11
-	ADDQ    R11, R10
-	CMPQ    R10, R12
-	JNE     rest
+	MOVQ 0(R11), R8
+	MOVQ 8(R11), R9
+	MOVQ DI, CX
+	DRAW(CHUNK, CHUNK0)
 
 test:
 	NOTQ  R8
@@ -170,67 +267,26 @@ test:
 	SETEQ ret+24(FP)
 	RET
 
-long:
-	// Every chunk one at a time, from the first word's chunk 0.
-	XORL R10, R10
+	REST(NOTHING)
+
+// func countersContains(words *[wordsPerBlock]uint64, state uint64, k int) bool
+//
+// Each counter is tested as it is drawn, and the first zero one answers.
+TEXT ·countersContains(SB), NOSPLIT, $0-25
+	MOVQ words+0(FP), R9
 	MOVQ state+8(FP), DI
-	MOVQ CX, DX
-	MOVQ $9, R13
-	JMP  restloop
+	MOVQ DI, CX
+	MOVQ k+16(FP), R12
+	LEAQ ·counterPlaces(SB), R8
+	DRAW(COUNTER_CHUNK, COUNTER_CHUNK0)
 
-rest:
-	// R10 counters taken so far. The stream goes on from the chunk after
-	// the k-th: in the first word (state) for k up to nine, else in the
-	// second (state plus slotStep), k-9 chunks in.
-	MOVQ state+8(FP), DI
-	MOVQ R12, R13
-	CMPQ R12, $9
-	JLE  restshift
-	MOVQ SLOT_STEP, R11
-	ADDQ R11, DI
-	MOVQ DX, CX
-	SUBQ $9, R13
+test:
+	MOVB $1, ret+24(FP)
+	RET
 
-restshift:
-	// The word, shifted past its R13 chunks used, into DX; R13 becomes the
-	// chunks left in it.
-	MOVQ CX, DX
-	MOVQ R13, CX
-	SHLQ $3, CX
-	SUBQ R13, CX
-	SHRQ CX, DX
-	NEGQ R13
-	ADDQ $9, R13
+zero:
+	MOVB $0, ret+24(FP)
+	RET
 
-restloop:
-	CMPQ  R10, R12
-	JGE   test
-	TESTQ R13, R13
-	JNZ   draw
-	MOVQ  SLOT_STEP, R11
-	ADDQ  R11, DI
-	MOVQ  DI, DX
-	MIX(DX, R11)
-	MOVQ  SEVENS, R11
-	XORQ  R11, DX
-	MOVQ  $9, R13
+	REST(COUNTER_REST)
 
-draw:
-	// A counter already taken sets no new bit and counts none. A pair
-	// has its one bit in one of its two words, so testing both against
-	// the set tells whether the counter is taken.
-	DECQ  R13
-	MOVQ  DX, R11
-	SHLQ  $4, R11
-	ANDL  $0x7f0, R11
-	MOVQ  0(SI)(R11*1), CX
-	MOVQ  8(SI)(R11*1), R11
-	SHRQ  $7, DX
-	TESTQ CX, AX
-	JNZ   restloop
-	TESTQ R11, BX
-	JNZ   restloop
-	ORQ   CX, AX
-	ORQ   R11, BX
-	INCQ  R10
-	JMP   restloop

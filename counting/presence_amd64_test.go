@@ -6,8 +6,8 @@ import "testing"
 
 // Without POPCNT the assembly draws every key's counters one at a time,
 // for every k, and must answer as the slot stream does there too.
-func TestPresenceContainsWithoutPOPCNT(t *testing.T) {
+func TestLookupsWithoutPOPCNT(t *testing.T) {
 	defer func(had bool) { hasPOPCNT = had }(hasPOPCNT)
 	hasPOPCNT = false
-	TestPresenceContainsAgreesWithTheSlotStream(t)
+	TestLookupsAgreeWithTheSlotStream(t)
 }

@@ -7,3 +7,8 @@ package counting
 func presenceContains(presence *[2]uint64, state uint64, k int) bool {
 	return presenceContainsGo(presence, state, k)
 }
+
+// countersContains is countersContainsGo, for the same reasons.
+func countersContains(words *[wordsPerBlock]uint64, state uint64, k int) bool {
+	return countersContainsGo(words, state, k)
+}
