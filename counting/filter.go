@@ -164,8 +164,9 @@ func countersContainsGo(words *[wordsPerBlock]uint64, state uint64, k int) bool 
 // an array indexed by each chunk, so that they stay in registers: in an
 // array every chunk's bit waited for the store of the one before, and a
 // lookup in the cache took a ninth longer (docs/PERFORMANCE.md, Lookups).
+// On amd64 presenceDraw draws them in assembly, as a lookup does.
 func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
-	return presenceSetAt(h.Derived^s.slotSalt, s.geometry.K)
+	return presenceDraw(h.Derived^s.slotSalt, s.geometry.K)
 }
 
 // presenceSetAt is presenceSet of the key whose slot stream starts at

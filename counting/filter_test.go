@@ -596,6 +596,8 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 			}
 			lo, hi := f.presenceSet(h)
 			require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
+			lo, hi = presenceSetAt(h.Derived^f.slotSalt, k)
+			require.Equal(t, want, [2]uint64{lo, hi}, "k=%d: in Go", k)
 			p := probe(f, h)
 			require.Equal(t, want, p.set, "k=%d", k)
 			require.Equal(t, masks, p.masks, "k=%d", k)

@@ -18,6 +18,12 @@ func presenceContains(presence *[2]uint64, state uint64, k int) bool
 //go:noescape
 func countersContains(words *[wordsPerBlock]uint64, state uint64, k int) bool
 
+// presenceDraw is presenceSetAt in assembly, drawing the set as
+// presenceContains does, for the adds and removes that place a key.
+//
+//go:noescape
+func presenceDraw(state uint64, k int) (lo, hi uint64)
+
 // hasPOPCNT is whether the assembly may count bits with POPCNT; where it
 // may not, it draws every key's counters one at a time, as it does for a
 // key whose first chunks took a counter twice.

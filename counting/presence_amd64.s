@@ -2,13 +2,14 @@
 
 #include "textflag.h"
 
-// presenceContains and countersContains draw a key's counters the same
-// way, and differ only in what they do with each counter drawn:
-// presenceContains collects its presence bit and tests the set against the
-// block's presence bits at the end; countersContains tests the counter
-// itself as it goes. The drawing is written once, in the macros below.
+// presenceContains, countersContains and presenceDraw draw a key's
+// counters the same way, and differ only in what they do with each counter
+// drawn: presenceContains collects its presence bit and tests the set
+// against the block's presence bits at the end; countersContains tests the
+// counter itself as it goes; presenceDraw returns the set. The drawing is
+// written once, in the macros below.
 //
-// Registers, in both: DI the stream's state (then its later states),
+// Registers, in all three: DI the stream's state (then its later states),
 // CX its first word and DX its second, each with SEVENS in; SI
 // presencePairs; AX and BX the set drawn so far (its low and high word);
 // R12 k; R10, R11 and R13 scratch. presenceContains keeps the block's
@@ -290,3 +291,16 @@ zero:
 
 	REST(COUNTER_REST)
 
+// func presenceDraw(state uint64, k int) (lo, hi uint64)
+TEXT ·presenceDraw(SB), NOSPLIT, $0-32
+	MOVQ state+0(FP), DI
+	MOVQ DI, CX
+	MOVQ k+8(FP), R12
+	DRAW(CHUNK, CHUNK0)
+
+test:
+	MOVQ AX, lo+16(FP)
+	MOVQ BX, hi+24(FP)
+	RET
+
+	REST(NOTHING)

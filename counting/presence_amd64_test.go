@@ -5,9 +5,10 @@ package counting
 import "testing"
 
 // Without POPCNT the assembly draws every key's counters one at a time,
-// for every k, and must answer as the slot stream does there too.
-func TestLookupsWithoutPOPCNT(t *testing.T) {
+// for every k, and must take and answer as the slot stream does there too.
+func TestTheAssemblyWithoutPOPCNT(t *testing.T) {
 	defer func(had bool) { hasPOPCNT = had }(hasPOPCNT)
 	hasPOPCNT = false
-	TestLookupsAgreeWithTheSlotStream(t)
+	t.Run("lookups", TestLookupsAgreeWithTheSlotStream)
+	t.Run("adds", TestKeysTakeTheSlotStreamsCounters)
 }

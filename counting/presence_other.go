@@ -12,3 +12,6 @@ func presenceContains(presence *[2]uint64, state uint64, k int) bool {
 func countersContains(words *[wordsPerBlock]uint64, state uint64, k int) bool {
 	return countersContainsGo(words, state, k)
 }
+
+// presenceDraw is presenceSetAt, for the same reasons.
+func presenceDraw(state uint64, k int) (lo, hi uint64) { return presenceSetAt(state, k) }
