@@ -72,16 +72,16 @@
 	SHRQ  $31, t \
 	XORQ  t, x
 
-// DRAW takes DI and CX = state and R12 = k, and draws the first k chunks, up to
-// eighteen, straight through with ch (and ch0 for chunk 0 of a word), from
-// the last down to chunk 0 of each word: a compare on k, the same for
-// every key of a filter, picks where to enter. Then one POPCNT tells
-// whether the chunks took a counter twice; if not, it goes on to test,
-// else to rest. A larger k, or a processor without POPCNT, goes to long.
-// For ten to eighteen it draws chunks 0 to k-10 of the second word (the
-// mix of state plus slotStep), then all nine of the first; the sub-filters
-// of a chain with k above nine tighten from ten up, so the compares start
-// there.
+// DRAW takes the stream's state in DI and CX and k in R12, and draws the
+// first k chunks, up to eighteen, straight through with ch (and ch0 for
+// chunk 0 of a word), from the last down to chunk 0 of each word: a
+// compare on k, the same for every key of a filter, picks where to enter.
+// Then one POPCNT tells whether the chunks took a counter twice; if not,
+// it goes on to test, else to rest. A larger k, or a processor without
+// POPCNT, goes to long. For ten to eighteen it draws chunks 0 to k-10 of
+// the second word (the mix of state plus slotStep), then all nine of the
+// first; the sub-filters of a chain with k above nine tighten from ten
+// up, so the compares start there.
 #define DRAW(ch, ch0) \
 	LEAQ ·presencePairs(SB), SI \
 	MOVQ SEVENS, R10 \
