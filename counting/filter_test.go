@@ -584,26 +584,36 @@ func streamCounters(f *Filter, h Hash) (set [2]uint64, masks [wordsPerBlock]uint
 // draw a counter twice among their first chunks, and keys whose counters
 // need several mixes of the stream, included.
 func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
+	eachStreamKey(t, rand.New(rand.NewPCG(3, 4)), func(f *Filter, k int, h Hash, want [2]uint64, masks [wordsPerBlock]uint64) {
+		lo, hi := f.presenceSet(h)
+		require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
+		lo, hi = presenceSetAt(h.Derived^f.slotSalt, k)
+		require.Equal(t, want, [2]uint64{lo, hi}, "k=%d: in Go", k)
+		p := probe(f, h)
+		require.Equal(t, want, p.set, "k=%d", k)
+		require.Equal(t, masks, p.masks, "k=%d", k)
+	})
+}
+
+// eachStreamKey calls check with 5 000 random keys for every k from 1 to
+// MaxK, each with its counters as streamCounters draws them, and fails if,
+// from k = 4, too few of them drew a counter twice for check to have
+// tested such keys.
+func eachStreamKey(t *testing.T, rng *rand.Rand, check func(f *Filter, k int, h Hash, set [2]uint64, masks [wordsPerBlock]uint64)) {
+	t.Helper()
 	for k := 1; k <= MaxK; k++ {
 		f, _ := newTestFilter(t, Geometry{Blocks: 64, K: k}, true)
-		drewAgain := 0
+		twice := 0
 		for range 5000 {
 			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
-			want, masks, drawn := streamCounters(f, h)
+			set, masks, drawn := streamCounters(f, h)
 			if drawn > k {
-				drewAgain++
+				twice++
 			}
-			lo, hi := f.presenceSet(h)
-			require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
-			lo, hi = presenceSetAt(h.Derived^f.slotSalt, k)
-			require.Equal(t, want, [2]uint64{lo, hi}, "k=%d: in Go", k)
-			p := probe(f, h)
-			require.Equal(t, want, p.set, "k=%d", k)
-			require.Equal(t, masks, p.masks, "k=%d", k)
+			check(f, k, h, set, masks)
 		}
 		if k >= 4 {
-			require.Greater(t, drewAgain, 100, "k=%d: too few keys drew a counter twice to test them", k)
+			require.Greater(t, twice, 100, "k=%d: too few keys drew a counter twice to test them", k)
 		}
 	}
 }
@@ -617,66 +627,54 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 // included.
 func TestLookupsAgreeWithTheSlotStream(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for k := 1; k <= MaxK; k++ {
-		f, _ := newTestFilter(t, Geometry{Blocks: 64, K: k}, true)
-		twice := 0
-		for range 5000 {
-			h := Hash{Sum: rng.Uint64(), Derived: rng.Uint64()}
-			set, masks, drawn := streamCounters(f, h)
-			if drawn > k {
-				twice++
+	eachStreamKey(t, rng, func(f *Filter, k int, h Hash, set [2]uint64, masks [wordsPerBlock]uint64) {
+		other := [2]uint64{rng.Uint64(), rng.Uint64()}
+		lacking := set // the set less one of its bits, counter gone
+		var gone uint
+		for {
+			w, b := rng.IntN(2), rng.IntN(64)
+			if bit := uint64(1) << b; lacking[w]&bit != 0 {
+				lacking[w] &^= bit
+				gone = uint(64*w + (b ^ 7)) // presenceBit's order
+				break
 			}
-			other := [2]uint64{rng.Uint64(), rng.Uint64()}
-			lacking := set // the set less one of its bits, counter gone
-			var gone uint
-			for {
-				w, b := rng.IntN(2), rng.IntN(64)
-				if bit := uint64(1) << b; lacking[w]&bit != 0 {
-					lacking[w] &^= bit
-					gone = uint(64*w + (b ^ 7)) // presenceBit's order
-					break
-				}
-			}
-			state := h.Derived ^ f.slotSalt
-			for _, c := range []struct {
-				presence [2]uint64
-				found    bool
-			}{
-				{set, true},
-				{[2]uint64{set[0] | other[0], set[1] | other[1]}, true},
-				{lacking, false},
-				{[2]uint64{lacking[0] | other[0]&^set[0], lacking[1] | other[1]&^set[1]}, false},
-			} {
-				require.Equal(t, c.found, presenceContains(&c.presence, state, k), "k=%d", k)
-				require.Equal(t, c.found, presenceContainsGo(&c.presence, state, k), "k=%d", k)
-			}
+		}
+		state := h.Derived ^ f.slotSalt
+		for _, c := range []struct {
+			presence [2]uint64
+			found    bool
+		}{
+			{set, true},
+			{[2]uint64{set[0] | other[0], set[1] | other[1]}, true},
+			{lacking, false},
+			{[2]uint64{lacking[0] | other[0]&^set[0], lacking[1] | other[1]&^set[1]}, false},
+		} {
+			require.Equal(t, c.found, presenceContains(&c.presence, state, k), "k=%d", k)
+			require.Equal(t, c.found, presenceContainsGo(&c.presence, state, k), "k=%d", k)
+		}
 
-			// Counter blocks: the key's counters at 1 and every other zero,
-			// or every counter random and the key's at least 1; each whole
-			// and less the counter gone.
-			var ones, random [wordsPerBlock]uint64
-			for i, m := range masks {
-				ones[i] = m
-				for n := range 16 {
-					nibble := uint64(rng.IntN(MaxCounter+1)) << (4 * n)
-					if m>>(4*n)&1 != 0 && nibble == 0 {
-						nibble = uint64(1+rng.IntN(MaxCounter)) << (4 * n)
-					}
-					random[i] |= nibble
+		// Counter blocks: the key's counters at 1 and every other zero,
+		// or every counter random and the key's at least 1; each whole
+		// and less the counter gone.
+		var ones, random [wordsPerBlock]uint64
+		for i, m := range masks {
+			ones[i] = m
+			for n := range 16 {
+				nibble := uint64(rng.IntN(MaxCounter+1)) << (4 * n)
+				if m>>(4*n)&1 != 0 && nibble == 0 {
+					nibble = uint64(1+rng.IntN(MaxCounter)) << (4 * n)
 				}
-			}
-			for _, words := range []*[wordsPerBlock]uint64{&ones, &random} {
-				require.True(t, countersContains(words, state, k), "k=%d", k)
-				require.True(t, countersContainsGo(words, state, k), "k=%d", k)
-				words[gone>>4] &^= MaxCounter << nibbleShift(gone)
-				require.False(t, countersContains(words, state, k), "k=%d", k)
-				require.False(t, countersContainsGo(words, state, k), "k=%d", k)
+				random[i] |= nibble
 			}
 		}
-		if k >= 4 {
-			require.Greater(t, twice, 100, "k=%d: too few keys drew a counter twice to test them", k)
+		for _, words := range []*[wordsPerBlock]uint64{&ones, &random} {
+			require.True(t, countersContains(words, state, k), "k=%d", k)
+			require.True(t, countersContainsGo(words, state, k), "k=%d", k)
+			words[gone>>4] &^= MaxCounter << nibbleShift(gone)
+			require.False(t, countersContains(words, state, k), "k=%d", k)
+			require.False(t, countersContainsGo(words, state, k), "k=%d", k)
 		}
-	}
+	})
 }
 
 // The undo record saves the spans a probe names before the change writes:
