@@ -28,17 +28,3 @@ func presenceDraw(state uint64, k int) (lo, hi uint64)
 // may not, it draws every key's counters one at a time, as it does for a
 // key whose first chunks took a counter twice.
 var hasPOPCNT = cpu.X86.HasPOPCNT
-
-// counterPlaces is, for each chunk of seven bits in presenceBit's order
-// (as presencePairs is indexed), where its counter lies in a block: the
-// byte offset of its word, and the mask of its nibble there. Only the
-// assembly reads it.
-//
-//lint:ignore U1000 read by presence_amd64.s
-var counterPlaces = func() (places [128][2]uint64) {
-	for x := range places {
-		c := uint(x) ^ 7
-		places[x] = [2]uint64{8 * uint64(c>>4), MaxCounter << nibbleShift(c)}
-	}
-	return places
-}()
