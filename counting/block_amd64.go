@@ -17,3 +17,11 @@ func raiseBlock(block, masks *[wordsPerBlock]uint64, presence, set *[2]uint64) (
 //
 //go:noescape
 func lowerBlock(block, masks *[wordsPerBlock]uint64)
+
+// raiseBlockZeros is raiseBlock without presence bits, which returns the
+// counters that masks flags and that were zero before it: the low bit of
+// each such counter's nibble, word i's shifted left by i/2 into word i%2,
+// so that the two words' bits count them.
+//
+//go:noescape
+func raiseBlockZeros(block, masks *[wordsPerBlock]uint64) (zeros [2]uint64)

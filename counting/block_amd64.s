@@ -2,22 +2,29 @@
 
 #include "textflag.h"
 
-// The saturated test as saturatedBits has it, in a 16-byte lane of two
-// counter words: X2 = w & w>>1, then X3 = X2 & X2>>2, whose low bit of
-// each nibble is set where the counter is 15; then X3 = m &^ X3, the
-// counters of the lane to change. Words go back with one 8-byte move each
-// (MOVQ for the low word, MOVHPS for the high), in order, so that a reader
-// loading a word sees it whole, as release.Store64 stores a word.
-#define LANE(off, OP) \
+// FLAGGED loads a 16-byte lane of two counter words into X0 and their
+// masks into X1, and folds each nibble's bits into its low bit with OP:
+// X2 = w OP w>>1, then X3 = X2 OP X2>>2. With PAND that is saturatedBits'
+// test, whose low bit of each nibble is set where the counter is 15; with
+// POR, nonZero's, set where it is not 0. Then X3 = m &^ X3: the flagged
+// counters that are not saturated, or that are zero.
+#define FLAGGED(off, OP) \
 	MOVOU off(DI), X0 \
 	MOVOU off(SI), X1 \
 	MOVO  X0, X2 \
 	PSRLQ $1, X2 \
-	PAND  X0, X2 \
+	OP    X0, X2 \
 	MOVO  X2, X3 \
 	PSRLQ $2, X3 \
-	PAND  X2, X3 \
-	PANDN X1, X3 \
+	OP    X2, X3 \
+	PANDN X1, X3
+
+// LANE adds (OP PADDQ) or subtracts (PSUBQ) one to the flagged counters of
+// a lane that are not saturated. Words go back with one 8-byte move each
+// (MOVQ for the low word, MOVHPS for the high), in order, so that a reader
+// loading a word sees it whole, as release.Store64 stores a word.
+#define LANE(off, OP) \
+	FLAGGED(off, PAND) \
 	OP    X3, X0 \
 	MOVQ  X0, off(DI) \
 	MOVHPS X0, off+8(DI)
@@ -62,4 +69,30 @@ TEXT ·lowerBlock(SB), NOSPLIT, $0-16
 	LANE(16, PSUBQ)
 	LANE(32, PSUBQ)
 	LANE(48, PSUBQ)
+	RET
+
+// ZEROS ORs into X5 the flagged counters of a lane that are zero, shifted
+// left by shift: lane i by i, so that the four lanes' flags, each the low
+// bit of a nibble, fold into one 16-byte value without meeting.
+#define ZEROS(off, shift) \
+	FLAGGED(off, POR) \
+	PSLLQ $shift, X3 \
+	POR   X3, X5
+
+// func raiseBlockZeros(block, masks *[8]uint64) (zeros [2]uint64)
+TEXT ·raiseBlockZeros(SB), NOSPLIT, $0-32
+	MOVQ block+0(FP), DI
+	MOVQ masks+8(FP), SI
+	PXOR X5, X5
+	ZEROS(0, 0)
+	ZEROS(16, 1)
+	ZEROS(32, 2)
+	ZEROS(48, 3)
+	LANE(0, PADDQ)
+	LANE(16, PADDQ)
+	LANE(32, PADDQ)
+	LANE(48, PADDQ)
+	MOVQ X5, zeros_0+16(FP)
+	PSRLDQ $8, X5
+	MOVQ X5, zeros_1+24(FP)
 	RET

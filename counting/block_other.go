@@ -46,3 +46,15 @@ func lowerBlock(block, masks *[wordsPerBlock]uint64) {
 		release.Store64(&block[i], w-m&^saturatedBits(w))
 	}
 }
+
+// raiseBlockZeros is raiseBlock without presence bits, which returns the
+// counters that masks flags and that were zero before it: the low bit of
+// each such counter's nibble, word i's shifted left by i/2 into word i%2,
+// so that the two words' bits count them.
+func raiseBlockZeros(block, masks *[wordsPerBlock]uint64) (zeros [2]uint64) {
+	for i, m := range masks {
+		zeros[i%2] |= (m &^ nonZero(atomic.LoadUint64(&block[i]))) << (i / 2)
+	}
+	raiseBlock(block, masks, nil, nil)
+	return zeros
+}

@@ -11,7 +11,9 @@ import (
 // one, leave a saturated counter at 15 and every other counter alone, on
 // random blocks crowded with saturated and zero counters: checked nibble by
 // nibble, whichever implementation this build has. raiseBlock also sets the
-// presence bits it is given and returns those they held.
+// presence bits it is given and returns those they held; raiseBlockZeros
+// changes the block as raiseBlock does and returns the flagged counters
+// that were zero.
 func TestRaiseAndLowerBlockChangeOnlyFlaggedCounters(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	nibble := func(w uint64, n uint) uint64 { return w >> (4 * n) & MaxCounter }
@@ -38,10 +40,26 @@ func TestRaiseAndLowerBlockChangeOnlyFlaggedCounters(t *testing.T) {
 		was := raiseBlock(&block, &masks, &presence, &set)
 		require.Equal(t, held, was, "the presence bits held before")
 		require.Equal(t, [2]uint64{held[0] | set[0], held[1] | set[1]}, presence)
-		if rng.IntN(2) == 0 {
+		switch rng.IntN(3) {
+		case 0:
 			// Without presence bits the block changes as it does with them.
 			block = before
 			require.Equal(t, [2]uint64{}, raiseBlock(&block, &masks, nil, nil))
+		case 1:
+			// So it does through raiseBlockZeros, which also returns the
+			// flagged counters that were zero: word i's at bit 4n+i/2 of
+			// word i%2.
+			block = before
+			zeros := raiseBlockZeros(&block, &masks)
+			var want [2]uint64
+			for i := range before {
+				for n := range uint(16) {
+					if masks[i]>>(4*n)&1 == 1 && nibble(before[i], n) == 0 {
+						want[i%2] |= 1 << (4*n + uint(i/2))
+					}
+				}
+			}
+			require.Equal(t, want, zeros, "the flagged counters that were zero")
 		}
 		for i := range block {
 			for n := range uint(16) {

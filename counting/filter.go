@@ -410,12 +410,10 @@ func (f *Filter) Increment(p *Probe) (raised int) {
 			was := raiseBlock(words, &p.masks, f.presenceOf(p.base/wordsPerBlock), &p.set)
 			return bits.OnesCount64(p.set[0]&^was[0]) + bits.OnesCount64(p.set[1]&^was[1])
 		}
-		var zero [wordsPerBlock]uint64
-		for i, m := range &p.masks {
-			zero[i] = m &^ nonZero(atomic.LoadUint64(&words[i]))
-		}
-		raiseBlock(words, &p.masks, nil, nil)
-		return countFlags(&zero)
+		// Without presence bits, the pass that raises the counters finds
+		// the ones that leave zero, as it reads them.
+		zeros := raiseBlockZeros(words, &p.masks)
+		return bits.OnesCount64(zeros[0]) + bits.OnesCount64(zeros[1])
 	}
 	for i := range p.n {
 		m := p.masks[i]
@@ -477,15 +475,6 @@ func (f *Filter) Decrement(p *Probe) (cleared int, ok bool) {
 		release.Store64(word, w-m&^saturatedBits(w))
 	}
 	return cleared, true
-}
-
-// countFlags counts the flags, the low bit of each nibble (as nonZero gives
-// them), of a block's eight counter words: four words folded into one, so
-// that two population counts take all eight.
-func countFlags(flags *[wordsPerBlock]uint64) int {
-	lo := flags[0] | flags[1]<<1 | flags[2]<<2 | flags[3]<<3
-	hi := flags[4] | flags[5]<<1 | flags[6]<<2 | flags[7]<<3
-	return bits.OnesCount64(lo) + bits.OnesCount64(hi)
 }
 
 // keyCounters reads the counters of words, a block, that set names (the
