@@ -47,9 +47,11 @@ func (s *shape) block(h Hash) uint64 {
 
 // chunks takes the key's first counters from Derived itself, salted: it is
 // uniform, so only a key that needs more than nine chunks pays for a mix.
-func (s *shape) chunks(h Hash) chunkStream {
-	x := h.Derived ^ s.slotSalt
-	return chunkStream{state: x, bits: x, left: 64 / 7}
+func (s *shape) chunks(h Hash) chunkStream { return chunksFrom(h.Derived ^ s.slotSalt) }
+
+// chunksFrom is the chunk stream whose state starts at state.
+func chunksFrom(state uint64) chunkStream {
+	return chunkStream{state: state, bits: state, left: 64 / 7}
 }
 
 func (s *shape) slots(h Hash) slotStream { return slotStream{chunkStream: s.chunks(h)} }
@@ -142,7 +144,7 @@ func presenceContainsGo(presence *[2]uint64, state uint64, k int) bool {
 // counters. It tests each counter as the stream draws it, stopping at the
 // first zero one.
 func countersContainsGo(words *[wordsPerBlock]uint64, state uint64, k int) bool {
-	chunks := chunkStream{state: state, bits: state, left: 64 / 7}
+	chunks := chunksFrom(state)
 	var taken [2]uint64
 	for need := k; need > 0; {
 		c := chunks.next()
