@@ -3,8 +3,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tallybloom/tallybloom/engine"
 )
 
 // Real processes beside one another: killed, or writing while another reads.
@@ -119,8 +117,14 @@ func TestImportReplacesAnUncleanFile(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "present\tspam.example\n", out)
 
-	add := start(t, "add", crashed) // a writer, waiting for keys
-	eventuallyLocked(t, crashed)
+	// A writer, waiting for more keys once its first is in. Its key is
+	// looked for by a reader: a probe that opened the file to write would
+	// hold the lock itself for a moment, and a writer starting then would
+	// be refused.
+	add := start(t, "add", crashed)
+	_, err := io.WriteString(add.in, "held.example\n")
+	require.NoError(t, err)
+	eventuallyPresent(t, crashed, "held.example")
 	_, errOut, code = tallybloom(t, "import", exported, crashed, "--replace")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "locked by another writer")
@@ -135,16 +139,4 @@ func TestImportReplacesAnUncleanFile(t *testing.T) {
 	kept, err := os.ReadFile(notes)
 	require.NoError(t, err)
 	assert.Equal(t, "keep me\n", string(kept))
-}
-
-// eventuallyLocked waits for a writer to hold the filter at path.
-func eventuallyLocked(t *testing.T, path string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		f, err := engine.Open(path, nil)
-		if err == nil {
-			f.Close()
-		}
-		return errors.Is(err, engine.ErrLocked)
-	}, 20*time.Second, 20*time.Millisecond)
 }
