@@ -411,8 +411,29 @@ func slowExport(t *testing.T) (path, out string, writing func() []string) {
 // locked. The wait is long: in a run of the whole suite with the race
 // detector, two exports of this size started side by side showed no copy
 // with bytes for 10 s, where one alone writes its first bytes within a
-// second; an export that ends meanwhile fails the test at once.
+// second. An export that ends before it is caught (all of it can take
+// under a second, and a test starved of the processor meanwhile misses
+// it) must have succeeded; out gets its content back and another export
+// starts, five at most.
 func stoppedExport(t *testing.T, path, out string, writing func() []string) (*started, string) {
+	t.Helper()
+	prior, err := os.ReadFile(out)
+	require.NoError(t, err)
+	for attempt := 1; ; attempt++ {
+		export, copy := stopExport(t, path, out, writing)
+		if copy != "" {
+			return export, copy
+		}
+		require.Equal(t, 0, export.exitCode(t), "an export that ended before it was caught: %s", export.errOut.String())
+		require.Less(t, attempt, 5, "every export ended before it could be stopped in the middle of its copy")
+		t.Logf("export %d ended before it could be stopped in the middle of its copy; another starts", attempt)
+		require.NoError(t, os.WriteFile(out, prior, 0o644))
+	}
+}
+
+// stopExport is one try of stoppedExport: the export stopped and the name
+// of its copy, or no name if the export ended first.
+func stopExport(t *testing.T, path, out string, writing func() []string) (*started, string) {
 	t.Helper()
 	before := writing()
 	export := start(t, "export", "--base64", path, out)
@@ -426,7 +447,7 @@ func stoppedExport(t *testing.T, path, out string, writing func() []string) (*st
 		select {
 		case _, open := <-export.lines:
 			if !open && copy == "" {
-				t.Fatalf("the export ended before a copy beside OUT held bytes: %s", export.errOut.String())
+				return export, ""
 			}
 		default:
 		}
@@ -438,7 +459,7 @@ func stoppedExport(t *testing.T, path, out string, writing func() []string) (*st
 	require.NoError(t, export.cmd.Process.Signal(syscall.SIGSTOP))
 	if !slices.Contains(writing(), copy) {
 		require.NoError(t, export.cmd.Process.Signal(syscall.SIGCONT))
-		t.Fatalf("the export ended before it could be stopped: %s", export.errOut.String())
+		return export, ""
 	}
 	return export, copy
 }
