@@ -6,10 +6,12 @@ package faults
 
 import "testing"
 
-// Counter counts the process's page faults from its start.
+// Counter counts the process's page faults from its start, leaving out
+// those between a Pause and the Resume after it.
 type Counter struct {
-	start int64
-	ok    bool
+	start  int64
+	paused int64
+	ok     bool
 }
 
 // Start begins counting.
@@ -17,6 +19,16 @@ func Start() Counter {
 	n, ok := count()
 	ok = ok && !raceDetector
 	return Counter{start: n, ok: ok}
+}
+
+// Pause stops counting until Resume, for work a benchmark does with its
+// timer stopped.
+func (c *Counter) Pause() { c.paused, _ = count() }
+
+// Resume counts again, leaving out the faults since Pause.
+func (c *Counter) Resume() {
+	n, _ := count()
+	c.start += n - c.paused
 }
 
 // Since is how many page faults, minor and major, the process took since
