@@ -146,68 +146,99 @@ func BenchmarkContainsParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkAdd adds to a filter of 1M keys: as it is, without the undo
-// record and the sequence (what the crash bookkeeping costs, a switch only
-// benchmarks reach), and with Options.FlushWhenIdle looking every
-// millisecond, which adds that keep coming never let flush: dirty-marks
-// counts the flushes a run made, as each makes the next add mark the file
-// dirty (the first add of each filter marks it). The filter's pages are
-// populated before the timing, as those of a service's filter that has run
-// a while are, so that no add pays for the first store into its page; and
-// once it has taken its 1M adds, a new filter takes its place with the
-// timer stopped, so that no add opens a sub-filter and stores into its new
-// pages. faults/op counts what faults are left, the flushes' among them.
+// BenchmarkAdd adds to a filter of 1M keys (see renewedFilter): as it is,
+// without the undo record and the sequence (what the crash bookkeeping
+// costs, a switch only benchmarks reach), and with Options.FlushWhenIdle
+// looking every millisecond, which adds that keep coming never let flush:
+// dirty-marks counts the flushes a run made, as each makes the next add
+// mark the file dirty (the first add of each filter marks it). faults/op
+// counts the faults left, the flushes' among them.
 func BenchmarkAdd(b *testing.B) {
-	const capacity = 1_000_000
 	for _, way := range []string{"bookkeeping", "no-bookkeeping", "flush-when-idle"} {
 		b.Run(way, func(b *testing.B) {
 			var opts *Options
 			if way == "flush-when-idle" {
 				opts = &Options{FlushWhenIdle: time.Millisecond}
 			}
-			marks := 0
-			newFilter := func() *Filter {
-				f, err := Create(tempPath(b), Config{Capacity: capacity, ErrorRate: 0.01, Seed: 1}, opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { f.Close() })
-				if err := f.Populate(); err != nil {
-					b.Fatal(err)
-				}
-				f.unjournaled = way == "no-bookkeeping"
-				return f
-			}
-			f := newFilter()
 			keys := benchKeySet(0)
+			r := newRenewedFilter(b, opts, func(f *Filter) { f.unjournaled = way == "no-bookkeeping" })
 			b.ReportAllocs()
-			c := faults.Start()
 			i := uint64(0)
 			for b.Loop() {
-				if i%capacity == 0 && i > 0 {
-					b.StopTimer()
-					c.Pause()
-					marks += f.mu.marks
-					if err := f.Close(); err != nil {
-						b.Fatal(err)
-					}
-					if err := os.Remove(f.Path()); err != nil {
-						b.Fatal(err)
-					}
-					f = newFilter()
-					c.Resume()
-					b.StartTimer()
-				}
-				if err := f.Add(keys[i&(benchKeys-1)], i); err != nil {
+				if err := r.room(1).Add(keys[i&(benchKeys-1)], i); err != nil {
 					b.Fatal(err)
 				}
 				i++
 			}
-			c.Report(b, b.N, "op")
-			b.ReportMetric(float64(marks+f.mu.marks), "dirty-marks")
+			r.report(b.N, "op")
+			b.ReportMetric(float64(r.marks+r.f.mu.marks), "dirty-marks")
 		})
 	}
 }
+
+// renewedFilter is a filter built by default for renewedCapacity keys,
+// populated before the timing, as those of a service's filter that has run
+// a while are, so that no add pays for the first store into its page; and,
+// once it has taken that many adds, a new one in its place, made with the
+// timer and the count of faults stopped, so that no timed add opens a
+// sub-filter and stores into its new pages. Its count of faults starts
+// when it is made: make it after the benchmark's other setup.
+type renewedFilter struct {
+	b       *testing.B
+	opts    *Options
+	prepare func(*Filter)
+	f       *Filter
+	added   uint64
+	marks   int // the dirty marks of the filters replaced
+	faults  faults.Counter
+}
+
+const renewedCapacity = 1_000_000
+
+func newRenewedFilter(b *testing.B, opts *Options, prepare func(*Filter)) *renewedFilter {
+	r := &renewedFilter{b: b, opts: opts, prepare: prepare}
+	r.f = r.create()
+	r.faults = faults.Start()
+	return r
+}
+
+func (r *renewedFilter) create() *Filter {
+	f, err := Create(tempPath(r.b), Config{Capacity: renewedCapacity, ErrorRate: 0.01, Seed: 1}, r.opts)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	r.b.Cleanup(func() { f.Close() })
+	if err := f.Populate(); err != nil {
+		r.b.Fatal(err)
+	}
+	if r.prepare != nil {
+		r.prepare(f)
+	}
+	return f
+}
+
+// room is the filter to add n keys to: a new one if they would not fit.
+func (r *renewedFilter) room(n uint64) *Filter {
+	if r.added+n > renewedCapacity {
+		r.b.StopTimer()
+		r.faults.Pause()
+		r.marks += r.f.mu.marks
+		if err := r.f.Close(); err != nil {
+			r.b.Fatal(err)
+		}
+		if err := os.Remove(r.f.Path()); err != nil {
+			r.b.Fatal(err)
+		}
+		r.f, r.added = r.create(), 0
+		r.faults.Resume()
+		r.b.StartTimer()
+	}
+	r.added += n
+	return r.f
+}
+
+// report reports the faults of the timed adds, divided among ops.
+func (r *renewedFilter) report(ops int, unit string) { r.faults.Report(r.b, ops, unit) }
 
 // flushCapacity is the capacity of BenchmarkAddFlushEvery's filter: 4M keys
 // (27 MB) by default; -flush.capacity 64000000 gives the 430 MB filter
@@ -425,14 +456,15 @@ func crashMidChange(b *testing.B, path string) {
 }
 
 // BenchmarkAddBatch adds batches of 1024 keys of one length and of 16 to
-// 64 bytes.
+// 64 bytes to a filter of 1M keys (see renewedFilter); faults/key counts
+// the faults left.
 func BenchmarkAddBatch(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		keys [][]byte
 	}{{"one-length", benchKeySet(0)}, {"mixed-lengths", mixedLengthKeys(benchKeys)}} {
 		b.Run(c.name, func(b *testing.B) {
-			f := emptyBenchFilter(b, 1_000_000)
+			r := newRenewedFilter(b, nil, nil)
 			ids := make([]uint64, 1024)
 			b.ReportAllocs()
 			next := uint64(0)
@@ -441,12 +473,13 @@ func BenchmarkAddBatch(b *testing.B) {
 				for i := range ids {
 					ids[i] = next
 				}
-				if err := f.AddBatch(c.keys[start:start+1024], ids); err != nil {
+				if err := r.room(1024).AddBatch(c.keys[start:start+1024], ids); err != nil {
 					b.Fatal(err)
 				}
 				next += 1024
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
+			r.report(b.N*1024, "key")
 		})
 	}
 }
