@@ -324,21 +324,51 @@ func benchmarkAddFlushEvery(b *testing.B, capacity uint64, every int, o *Options
 // docs/PERFORMANCE.md, Flush).
 const windowAdds = 1 << 20
 
-func BenchmarkRemove(b *testing.B) {
-	f := emptyBenchFilter(b, uint64(max(b.N, 1_000_000)))
-	for i := range b.N {
-		if err := f.Add(key(uint64(i)), 1); err != nil {
-			b.Fatal(err)
+// fullBenchFilter is a default filter of n keys at 1%, each added with id
+// 1, its keys, and fill, which adds them all again.
+func fullBenchFilter(b *testing.B, n int) (f *Filter, keys [][]byte, fill func()) {
+	f = emptyBenchFilter(b, uint64(n))
+	keys = keysFrom(0, uint64(n))
+	ids := make([]uint64, 1024)
+	for i := range ids {
+		ids[i] = 1
+	}
+	fill = func() {
+		for start := 0; start < n; start += 1024 {
+			end := min(start+1024, n)
+			if err := f.AddBatch(keys[start:end], ids[:end-start]); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	keys := keysFrom(0, uint64(b.N))
+	fill()
+	return f, keys, fill
+}
+
+// BenchmarkRemove removes the keys of a default filter of a million keys,
+// each from a block out of the cache; once all are gone, they are added
+// again with the timer and the count of faults stopped.
+func BenchmarkRemove(b *testing.B) {
+	const n = 1_000_000
+	f, keys, fill := fullBenchFilter(b, n)
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	c := faults.Start()
+	i := 0
+	for b.Loop() {
+		if i == n {
+			b.StopTimer()
+			c.Pause()
+			fill()
+			c.Resume()
+			b.StartTimer()
+			i = 0
+		}
 		if err := f.Remove(keys[i], 1); err != nil {
 			b.Fatal(err)
 		}
+		i++
 	}
+	c.Report(b, b.N, "op")
 }
 
 // BenchmarkTestAndAdd cycles through benchKeys keys: the first pass adds
@@ -489,17 +519,10 @@ func BenchmarkAddBatch(b *testing.B) {
 // long without emptying the filter.
 func BenchmarkRemoveBatch(b *testing.B) {
 	const n = 1_000_000
-	f := emptyBenchFilter(b, n)
-	keys := keysFrom(0, n)
+	f, keys, _ := fullBenchFilter(b, n)
 	ids := make([]uint64, n)
 	for i := range ids {
 		ids[i] = 1
-	}
-	for start := 0; start < n; start += 1024 {
-		end := min(start+1024, n)
-		if err := f.AddBatch(keys[start:end], ids[start:end]); err != nil {
-			b.Fatal(err)
-		}
 	}
 	for _, batched := range []bool{true, false} {
 		b.Run(map[bool]string{true: "batch", false: "single"}[batched], func(b *testing.B) {
