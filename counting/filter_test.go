@@ -111,6 +111,87 @@ func TestChangesCountTheCountersTheyRaiseAndClear(t *testing.T) {
 	}
 }
 
+// Held answers as Test does, and a Decrement that trusts what it kept
+// changes the counters and the presence bits as one that reads them again,
+// in blocks crowded enough that keys share and saturate counters, where
+// a quarter of the keys removed were never added.
+func TestDecrementAfterHeldIsDecrement(t *testing.T) {
+	geometries := []Geometry{{Blocks: 4, K: 7}, {Blocks: 2, K: 3, Flat: true}}
+	for _, g := range geometries {
+		for _, presence := range []bool{true, false} {
+			held, heldRegion := newTestFilter(t, g, presence)
+			plain, plainRegion := newTestFilter(t, g, presence)
+			h := NewHasher(9)
+			for i := range 400 {
+				p, q := probe(held, h.Key(key(i%100))), probe(plain, h.Key(key(i%100)))
+				held.Increment(&p)
+				plain.Increment(&q)
+			}
+			removed := 0
+			for i := range 500 {
+				k := h.Key(key(i % 125))
+				p, q := probe(held, k), probe(plain, k)
+				found := held.Held(&p)
+				require.Equal(t, plain.Test(&q), found, "flat %v, presence %v, key %d", g.Flat, presence, i)
+				var cleared int
+				ok := false
+				if found {
+					cleared, ok = held.Decrement(&p)
+				}
+				wantCleared, wantOK := plain.Decrement(&q)
+				require.Equal(t, wantOK, ok, "flat %v, presence %v, key %d", g.Flat, presence, i)
+				require.Equal(t, wantCleared, cleared, "flat %v, presence %v, key %d", g.Flat, presence, i)
+				require.Equal(t, plainRegion, heldRegion, "flat %v, presence %v, key %d", g.Flat, presence, i)
+				require.Equal(t, plain.presence, held.presence, "flat %v, presence %v, key %d", g.Flat, presence, i)
+				if ok {
+					removed++
+				}
+			}
+			require.Greater(t, removed, 100, "flat %v, presence %v", g.Flat, presence)
+		}
+	}
+}
+
+// What Held kept is forgotten when the probe is located again and when it
+// is decremented: a Decrement after either reads the counters again.
+func TestHeldIsForgottenByLocateAndDecrement(t *testing.T) {
+	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 3}, true)
+	h := NewHasher(9)
+	present := h.Key(key(0))
+	p := probe(f, present)
+	f.Increment(&p)
+	absent := absentKey(t, f, h)
+
+	require.True(t, f.Held(&p))
+	f.Locate(absent, &p)
+	before := append([]byte(nil), region...)
+	_, ok := f.Decrement(&p)
+	require.False(t, ok, "a probe located again is not held")
+	require.Equal(t, before, region)
+
+	f.Locate(present, &p)
+	require.True(t, f.Held(&p))
+	cleared, ok := f.Decrement(&p)
+	require.True(t, ok)
+	require.Equal(t, 3, cleared)
+	_, ok = f.Decrement(&p)
+	require.False(t, ok, "a decremented probe is not held")
+	require.Equal(t, make([]byte, BlockBytes), region)
+}
+
+// absentKey is the hash of a key that f does not hold.
+func absentKey(t *testing.T, f *Filter, h Hasher) Hash {
+	t.Helper()
+	for i := 1; i < 1000; i++ {
+		k := h.Key(key(i))
+		if p := probe(f, k); !f.Test(&p) {
+			return k
+		}
+	}
+	t.Fatal("every key is held")
+	return Hash{}
+}
+
 func TestDecrementIsAllOrNothing(t *testing.T) {
 	f, region := newTestFilter(t, Geometry{Blocks: 1, K: 3}, true)
 	present := probeOf(5, 6, 7)

@@ -252,7 +252,7 @@ func (c *Chain) holder(h counting.Hash, id uint64) (*SubFilter, error) {
 	}
 	sub := subs[i]
 	sub.filter.Locate(h, &c.probe)
-	if sub.Count() == 0 || !sub.filter.Test(&c.probe) {
+	if sub.Count() == 0 || !sub.filter.Held(&c.probe) {
 		return nil, ErrNotFound
 	}
 	return sub, nil
