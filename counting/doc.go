@@ -24,7 +24,8 @@
 //     sum of a block's counters is k times the keys it holds until one saturates.
 //   - Saturation is sticky: a counter at 15 stays at 15; adds and removes leave it.
 //   - A change is all or nothing per key: [Filter.Decrement] changes nothing
-//     unless every counter of the key is non-zero.
+//     unless every counter of the key is non-zero. After [Filter.Held] it
+//     trusts what Held read, so nothing may change the filter between them.
 //   - Once a change returns, a presence bit is set exactly where its counter
 //     is non-zero.
 //
