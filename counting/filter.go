@@ -377,20 +377,9 @@ func (p *Probe) Spans(fn func(offset uint64, length int)) {
 // Test reports whether every counter of the probe is non-zero.
 func (f *Filter) Test(p *Probe) bool {
 	if !p.flat {
-		words, missing := f.blockOf(p), uint64(0)
-		if f.presence != nil {
-			// Loaded here, the presence bits' cache miss overlaps the
-			// counters'; a change that follows (Decrement) writes both, and
-			// an undo record sealed behind a fence (as in WarmProbe) would
-			// otherwise wait for one miss and then the other. Outside a
-			// change in flight the bits agree with the counters.
-			presence := f.presenceOf(p.base / wordsPerBlock)
-			missing = p.set[0]&^atomic.LoadUint64(&presence[0]) | p.set[1]&^atomic.LoadUint64(&presence[1])
-		}
-		for i, m := range &p.masks {
-			missing |= m &^ nonZero(atomic.LoadUint64(&words[i]))
-		}
-		return missing == 0
+		missing := f.presenceMissing(p)
+		zero, _ := keyCounters(f.blockOf(p), &p.set)
+		return !zero && missing == 0
 	}
 	for i := range p.n {
 		if m := p.masks[i]; m != 0 && nonZero(atomic.LoadUint64(&f.words[p.base+uint64(p.words[i])]))&m != m {
@@ -410,15 +399,24 @@ func (f *Filter) Held(p *Probe) bool {
 	if p.flat {
 		return f.Test(p)
 	}
-	missing := uint64(0)
-	if f.presence != nil {
-		// Loaded for the reason Test loads them.
-		presence := f.presenceOf(p.base / wordsPerBlock)
-		missing = p.set[0]&^atomic.LoadUint64(&presence[0]) | p.set[1]&^atomic.LoadUint64(&presence[1])
-	}
+	missing := f.presenceMissing(p)
 	zero, ones := keyCounters(f.blockOf(p), &p.set)
 	p.held, p.ones = !zero && missing == 0, ones
 	return p.held
+}
+
+// presenceMissing is the key's presence bits that a blocked probe's block
+// lacks, none without presence bits. Test and Held load them with the
+// counters so that their cache miss overlaps the counters': a change that
+// follows (Decrement) writes both, and an undo record sealed behind a
+// fence (as in WarmProbe) would otherwise wait for one miss and then the
+// other. Outside a change in flight the bits agree with the counters.
+func (f *Filter) presenceMissing(p *Probe) uint64 {
+	if f.presence == nil {
+		return 0
+	}
+	presence := f.presenceOf(p.base / wordsPerBlock)
+	return p.set[0]&^atomic.LoadUint64(&presence[0]) | p.set[1]&^atomic.LoadUint64(&presence[1])
 }
 
 // Increment adds one to every counter of the probe that is not saturated and

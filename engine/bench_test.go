@@ -170,7 +170,7 @@ func BenchmarkAdd(b *testing.B) {
 				}
 				i++
 			}
-			r.report(b.N, "op")
+			r.faults.Report(b, b.N, "op")
 			b.ReportMetric(float64(r.marks+r.f.mu.marks), "dirty-marks")
 		})
 	}
@@ -236,9 +236,6 @@ func (r *renewedFilter) room(n uint64) *Filter {
 	r.added += n
 	return r.f
 }
-
-// report reports the faults of the timed adds, divided among ops.
-func (r *renewedFilter) report(ops int, unit string) { r.faults.Report(r.b, ops, unit) }
 
 // flushCapacity is the capacity of BenchmarkAddFlushEvery's filter: 4M keys
 // (27 MB) by default; -flush.capacity 64000000 gives the 430 MB filter
@@ -510,7 +507,7 @@ func BenchmarkAddBatch(b *testing.B) {
 				next += 1024
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
-			r.report(b.N*1024, "key")
+			r.faults.Report(b, b.N*1024, "key")
 		})
 	}
 }
