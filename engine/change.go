@@ -35,7 +35,7 @@ func (f *Filter) beginLocked() error {
 	if err := f.changeableLocked(); err != nil || f.mu.dirty {
 		return err
 	}
-	seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot}.Encode(f.page0[offState:])
+	f.state.Store(seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot})
 	if err := f.header.Sync(); err != nil {
 		return err
 	}
@@ -50,10 +50,9 @@ func (f *Filter) beginLocked() error {
 // machine crash. If the sync fails the disk may hold either state, so the
 // page keeps the dirty mark and the next change syncs it again.
 func (f *Filter) unmarkLocked() {
-	state := f.page0[offState:]
-	seqno.State{DurableSeq: f.mu.durableSeq}.Encode(state)
+	f.state.Store(seqno.State{DurableSeq: f.mu.durableSeq})
 	if err := f.header.Sync(); err != nil {
-		seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot}.Encode(state)
+		f.state.Store(seqno.State{Dirty: true, DurableSeq: f.mu.durableSeq, Boot: f.boot})
 	}
 	f.mu.dirty = false
 }
@@ -437,7 +436,7 @@ func (f *Filter) syncLocked() error {
 		return err
 	}
 	seq := f.journal.MemSeq()
-	seqno.State{DurableSeq: seq}.Encode(f.page0[offState:])
+	f.state.Store(seqno.State{DurableSeq: seq})
 	if err := f.header.Sync(); err != nil {
 		return err
 	}

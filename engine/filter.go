@@ -35,6 +35,7 @@ type Filter struct {
 	header  *mmapfile.Region
 	page0   []byte // the first page of the header mapping
 	journal *seqno.Journal
+	state   *seqno.StateArea
 	dirSeq  *uint64 // in page 0: generation of the newest directory announced
 	chain   *scaling.Chain
 
@@ -250,7 +251,7 @@ func create(file *mmapfile.File, path string, cfg Config, o settings, build func
 	f.config = cfg
 	f.hasher = counting.NewHasher(cfg.Seed)
 	encodeSuperblock(f.page0[offSuperblock:], cfg)
-	seqno.State{}.Encode(f.page0[offState:])
+	f.state.Store(seqno.State{})
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -360,7 +361,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 		return nil, err
 	}
 	f.hasher = counting.NewHasher(f.config.Seed)
-	state, err := f.readState()
+	state, spare, err := f.readState()
 	if err != nil {
 		return nil, corrupt(path, "%v", err)
 	}
@@ -393,6 +394,14 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 	f.mu.liveSlot = slot
 	f.seenDirSeq.Store(dir.generation)
 	if !o.ReadOnly {
+		if spare {
+			// A writer was killed while it rewrote the state: make both
+			// copies whole before any Store may rewrite the spare.
+			f.state.Store(state)
+			if err := f.header.Sync(); err != nil {
+				return nil, err
+			}
+		}
 		if outcome == seqno.ProcessCrash {
 			if err := f.recover(uint64(size)); err != nil {
 				return nil, err
@@ -412,7 +421,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 // marked the file dirty and committed a change. A writer holds the lock, and
 // a clean state that disagrees with the sequence is damage.
 func (f *Filter) wentDirty() bool {
-	state, err := f.readState()
+	state, _, err := f.readState()
 	return f.readOnly && err == nil && state.Dirty
 }
 
@@ -423,18 +432,20 @@ const (
 	statePause    = 100 * time.Microsecond
 )
 
-// readState decodes the state. A writer rewrites it when it marks the file
-// dirty and when it flushes, a few dozen bytes not written at once, so a
-// reader in another process may read it half written: while a writer holds
-// the file, a reader reads it again for a while before calling it damage.
-func (f *Filter) readState() (seqno.State, error) {
+// readState loads the state; spare reports that it came from the spare
+// copy (see seqno.StateArea). A writer rewrites both copies when it marks
+// the file dirty and when it flushes, so a reader in another process that
+// reads the state while one Store ends and the next begins may find
+// neither copy whole: while a writer holds the file, a reader reads them
+// again for a while before calling them damage.
+func (f *Filter) readState() (state seqno.State, spare bool, err error) {
 	for attempt := 1; ; attempt++ {
-		state, err := seqno.DecodeState(f.page0[offState:])
+		state, spare, err = f.state.Load()
 		if err == nil || !f.readOnly || attempt == stateAttempts {
-			return state, err
+			return state, spare, err
 		}
 		if running, _ := writer(f.path, false); !running {
-			return state, err
+			return state, spare, err
 		}
 		time.Sleep(statePause)
 	}
@@ -468,6 +479,11 @@ func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
 		_ = header.Unmap()
 		return nil, err
 	}
+	state, err := seqno.NewStateArea(page0[offState:])
+	if err != nil {
+		_ = header.Unmap()
+		return nil, err
+	}
 	return &Filter{
 		path:       file.Path(),
 		readOnly:   o.ReadOnly,
@@ -477,6 +493,7 @@ func newFilter(file *mmapfile.File, o settings) (*Filter, error) {
 		header:     header,
 		page0:      page0,
 		journal:    journal,
+		state:      state,
 		dirSeq:     (*uint64)(unsafe.Pointer(&page0[offDirSeq])),
 	}, nil
 }

@@ -303,7 +303,7 @@ func talliesOffset(level int) int { return offTallies + level*scaling.MetaSize }
 // The areas of page 0 must not overlap; these fail to compile if they do.
 const (
 	_ = uint(offState - sbSize)
-	_ = uint(offDirSeq - (offState + seqno.StateSize))
+	_ = uint(offDirSeq - (offState + seqno.StateAreaSize))
 	_ = uint(offJournal - (offDirSeq + 8))
 	_ = uint(offTallies - (offJournal + seqno.JournalSize))
 	_ = uint(PageSize - (offTallies + scaling.MaxSubFilters*scaling.MetaSize))

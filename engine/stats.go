@@ -5,7 +5,6 @@ import (
 
 	"github.com/tallybloom/tallybloom/counting"
 	"github.com/tallybloom/tallybloom/scaling"
-	"github.com/tallybloom/tallybloom/seqno"
 )
 
 // Stats describes a filter at one moment.
@@ -121,7 +120,7 @@ func (f *Filter) collectStats() Stats {
 		FlushError: f.mu.flushErr,
 		Config:     f.config,
 	}
-	if state, err := seqno.DecodeState(f.page0[offState:]); err == nil && !state.Dirty {
+	if state, _, err := f.state.Load(); err == nil && !state.Dirty {
 		s.DiskSeq = state.DurableSeq
 	}
 	params := f.config.params()

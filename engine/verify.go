@@ -126,7 +126,8 @@ func (f *Filter) verify() []string {
 func (f *Filter) appendHeaderNonZero(problems []string) []string {
 	between := [][2]int{
 		{sbCRC + 4, offState},
-		{offState + seqno.StateSize, offDirSeq},
+		{offState + seqno.StateSize, offState + seqno.StateSpare},
+		{offState + seqno.StateAreaSize, offDirSeq},
 		{offDirSeq + 8, offJournal},
 		{offJournal + seqno.JournalSize, offTallies},
 	}

@@ -126,7 +126,8 @@ func TestVerifyFindsWhatIsWrong(t *testing.T) {
 		where string
 	}{
 		{"the superblock's padding", sbCRC + 4, "page 0, bytes 76..255"},
-		{"room between the state and the directory sequence", offState + seqno.StateSize + 3, "page 0, bytes 292..511"},
+		{"room between the state and its spare copy", offState + seqno.StateSize + 3, "page 0, bytes 292..319"},
+		{"room between the spare state and the directory sequence", offState + seqno.StateAreaSize + 3, "page 0, bytes 356..511"},
 		{"room after the journal", offJournal + seqno.JournalSize, "page 0, bytes 1824..2047"},
 		{"the journal's padding", offJournal + 40, "the journal's padding"},
 		{"an unused tally field", uint64(talliesOffset(7) + scaling.MetaUsed + 2), "the tallies of level 7"},
@@ -201,17 +202,20 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	require.NoError(t, g.Close())
 }
 
-// TestReaderOpensBesideAStateBeingWritten: a writer rewrites the state, a
-// few dozen bytes not written at once, when it marks the file dirty and
-// when it flushes; a reader that opens the file then reads it half
-// written. It reads it again instead of calling the file damaged. With no
-// writer, a state that does not decode is damage at once.
+// TestReaderOpensBesideAStateBeingWritten: a writer rewrites the state
+// and its spare copy, a few dozen bytes each not written at once, when it
+// marks the file dirty and when it flushes; a reader whose reads of the
+// two straddle the end of one rewrite and the start of the next finds
+// both half written. It reads them again instead of calling the file
+// damaged. With no writer, two copies that do not decode are damage at
+// once.
 func TestReaderOpensBesideAStateBeingWritten(t *testing.T) {
 	f := newTestFilter(t, Config{Capacity: 1_000, ErrorRate: 0.01, Seed: 22})
 	require.NoError(t, f.Add(key(1), 1))
-	state := f.page0[offState : offState+seqno.StateSize]
+	state := f.page0[offState : offState+seqno.StateAreaSize]
 	whole := bytes.Clone(state)
-	state[3] ^= 0xff // as a reader may see it mid-write
+	state[3] ^= 0xff // as a reader may see them mid-write
+	state[seqno.StateSpare+3] ^= 0xff
 	rewritten := make(chan struct{})
 	go func() {
 		defer close(rewritten)
@@ -227,7 +231,9 @@ func TestReaderOpensBesideAStateBeingWritten(t *testing.T) {
 	require.NoError(t, f.Close())
 	damaged := readFile(t, f.Path())
 	damaged[offState+3] ^= 0xff
+	damaged[offState+seqno.StateSpare+3] ^= 0xff
 	require.NoError(t, os.WriteFile(f.Path(), damaged, 0o644))
 	_, err = Open(f.Path(), &Options{ReadOnly: true})
 	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "its spare copy: state checksum mismatch")
 }

@@ -6,6 +6,8 @@
 //   - The state ([State]): whether changes were made since the last flush, the
 //     last durable sequence, and the boot that made them. It is written only when
 //     the file goes dirty and when it is flushed, and each write is synced.
+//     Its area ([StateArea]) holds it twice, so that a process killed while
+//     it rewrites the state leaves one copy whole.
 //   - The journal ([Journal]): the memory sequence, bumped by every committed
 //     change, and the undo record of the change in flight: the prior content
 //     of every byte span that change writes.

@@ -75,18 +75,27 @@ type Journal struct {
 // NewJournal returns a Journal over region[:JournalSize]; region must be
 // 8-byte aligned.
 func NewJournal(region []byte) (*Journal, error) {
-	if len(region) < JournalSize {
-		return nil, fmt.Errorf("%w: journal of %d bytes", ErrCorrupt, len(region))
+	region, err := alignedArea(region, JournalSize, "journal")
+	if err != nil {
+		return nil, err
 	}
-	if uintptr(unsafe.Pointer(unsafe.SliceData(region)))%8 != 0 {
-		return nil, fmt.Errorf("%w: journal not 8-byte aligned", ErrCorrupt)
-	}
-	region = region[:JournalSize:JournalSize]
 	return &Journal{
 		region: region,
 		memSeq: (*uint64)(unsafe.Pointer(&region[journalMemSeq])),
 		undo:   (*uint64)(unsafe.Pointer(&region[undoSeq])),
 	}, nil
+}
+
+// alignedArea returns region[:size], checking that region holds size bytes
+// from an 8-byte aligned start; what names the area in the error.
+func alignedArea(region []byte, size int, what string) ([]byte, error) {
+	if len(region) < size {
+		return nil, fmt.Errorf("%w: %s of %d bytes", ErrCorrupt, what, len(region))
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(region)))%8 != 0 {
+		return nil, fmt.Errorf("%w: %s not 8-byte aligned", ErrCorrupt, what)
+	}
+	return region[:size:size], nil
 }
 
 // MemSeq is the sequence of the last committed change.

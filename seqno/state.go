@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"unsafe"
+
+	"github.com/tallybloom/tallybloom/internal/release"
 )
 
 // The state's layout. Never change these: they are part of the file format.
@@ -15,6 +18,9 @@ import (
 //	| dirty  | 0      | durable seq    | boot id                        | crc32c |
 //	| u32    | u32    | u64            | [16]byte                       | u32    |
 //	+--------+--------+----------------+--------------------------------+--------+
+//
+// The state area holds it twice: the state at 0, its spare copy at 64,
+// zero between.
 const (
 	stateDirty   = 0
 	stateDurable = 8
@@ -22,6 +28,10 @@ const (
 	stateCRC     = 32
 	// StateSize is the size of the encoded state.
 	StateSize = 36
+	// StateSpare is where the spare copy starts in the state area.
+	StateSpare = 64
+	// StateAreaSize is the size of the state area.
+	StateAreaSize = StateSpare + StateSize
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -98,6 +108,60 @@ func DecodeState(b []byte) (State, error) {
 	s := State{Dirty: dirty == 1, DurableSeq: binary.LittleEndian.Uint64(b[stateDurable:])}
 	copy(s.Boot[:], b[stateBoot:stateCRC])
 	return s, nil
+}
+
+// StateArea is the state and its spare copy over a caller's region,
+// usually a mapped page of the file.
+//
+// A state is a few dozen bytes that no store writes at once, so a process
+// killed while it rewrites them leaves them half written. Store therefore
+// writes the spare copy first and the state after it, and Load reads the
+// spare when the state does not decode: one of the two always holds a
+// whole state, the old one or the new.
+type StateArea struct {
+	region []byte
+	first  *uint64 // the state's first word, stored with release order
+}
+
+// NewStateArea returns a StateArea over region[:StateAreaSize]; region must
+// be 8-byte aligned.
+func NewStateArea(region []byte) (*StateArea, error) {
+	region, err := alignedArea(region, StateAreaSize, "state area")
+	if err != nil {
+		return nil, err
+	}
+	return &StateArea{region: region, first: (*uint64)(unsafe.Pointer(&region[0]))}, nil
+}
+
+// Store writes s: the whole spare copy, then the state. The state's first
+// word is stored with release order, so that in the page cache, and to
+// any reader, none of the state's new bytes comes before the spare's last.
+// Only one goroutine, in any process, may call Store, and only after a
+// writer's Load: a Store over a state that does not decode could leave
+// neither copy whole.
+func (a *StateArea) Store(s State) {
+	var b [StateSize]byte
+	s.Encode(b[:])
+	copy(a.region[StateSpare:], b[:])
+	release.Store64(a.first, binary.LittleEndian.Uint64(b[:8]))
+	copy(a.region[8:StateSize], b[8:])
+}
+
+// Load reads the state; if it does not decode, because a Store was cut
+// short while it wrote it (or a reader in another process caught one in
+// the act), the spare copy, and spare is true. A writer that loads from
+// the spare must Store before anything else does, so that both copies
+// are whole again. An area that neither decodes from is damage.
+func (a *StateArea) Load() (s State, spare bool, err error) {
+	if s, err = DecodeState(a.region[:StateSize]); err == nil {
+		return s, false, nil
+	}
+	s, spareErr := DecodeState(a.region[StateSpare:])
+	if spareErr != nil {
+		why := strings.TrimPrefix(spareErr.Error(), ErrCorrupt.Error()+": ")
+		return State{}, false, fmt.Errorf("%w; its spare copy: %s", err, why)
+	}
+	return s, true, nil
 }
 
 // ParseBootID reads a boot id in the kernel's UUID form.
