@@ -396,7 +396,7 @@ func open(file *mmapfile.File, o settings) (*Filter, error) {
 	if !o.ReadOnly {
 		if spare {
 			// A writer was killed while it rewrote the state: make both
-			// copies whole before any Store may rewrite the spare.
+			// copies whole again.
 			f.state.Store(state)
 			if err := f.header.Sync(); err != nil {
 				return nil, err

@@ -115,12 +115,11 @@ func DecodeState(b []byte) (State, error) {
 //
 // A state is a few dozen bytes that no store writes at once, so a process
 // killed while it rewrites them leaves them half written. Store therefore
-// writes the spare copy first and the state after it, and Load reads the
+// writes one copy whole before it starts on the other, and Load reads the
 // spare when the state does not decode: one of the two always holds a
 // whole state, the old one or the new.
 type StateArea struct {
 	region []byte
-	first  *uint64 // the state's first word, stored with release order
 }
 
 // NewStateArea returns a StateArea over region[:StateAreaSize]; region must
@@ -130,28 +129,32 @@ func NewStateArea(region []byte) (*StateArea, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StateArea{region: region, first: (*uint64)(unsafe.Pointer(&region[0]))}, nil
+	return &StateArea{region: region}, nil
 }
 
-// Store writes s: the whole spare copy, then the state. The state's first
-// word is stored with release order, so that in the page cache, and to
-// any reader, none of the state's new bytes comes before the spare's last.
-// Only one goroutine, in any process, may call Store, and only after a
-// writer's Load: a Store over a state that does not decode could leave
-// neither copy whole.
+// Store writes s into both copies, one whole before the other: the spare
+// first, unless the state does not decode, when the spare may be the only
+// whole copy and the state goes first. The second copy's first word is
+// stored with release order, so that in the page cache, and to any
+// reader, none of its new bytes comes before the first copy's last. Only
+// one goroutine, in any process, may call Store.
 func (a *StateArea) Store(s State) {
 	var b [StateSize]byte
 	s.Encode(b[:])
-	copy(a.region[StateSpare:], b[:])
-	release.Store64(a.first, binary.LittleEndian.Uint64(b[:8]))
-	copy(a.region[8:StateSize], b[8:])
+	first, second := a.region[StateSpare:], a.region[:StateSize]
+	if _, err := DecodeState(second); err != nil {
+		first, second = second, first
+	}
+	copy(first[:StateSize], b[:])
+	release.Store64((*uint64)(unsafe.Pointer(&second[0])), binary.LittleEndian.Uint64(b[:8]))
+	copy(second[8:StateSize], b[8:])
 }
 
 // Load reads the state; if it does not decode, because a Store was cut
 // short while it wrote it (or a reader in another process caught one in
-// the act), the spare copy, and spare is true. A writer that loads from
-// the spare must Store before anything else does, so that both copies
-// are whole again. An area that neither decodes from is damage.
+// the act), the spare copy, and spare is true: a writer then stores it
+// again, so that both copies are whole. An area that neither decodes from
+// is damage.
 func (a *StateArea) Load() (s State, spare bool, err error) {
 	if s, err = DecodeState(a.region[:StateSize]); err == nil {
 		return s, false, nil

@@ -49,10 +49,10 @@ func TestNewStateAreaRefusesAShortOrMisalignedRegion(t *testing.T) {
 
 // TestAStoreCutShortLeavesAWholeState: a process killed during a Store
 // leaves some of the new bytes written and the rest old, in the spare
-// copy while Store writes it, else in the state (Store writes the spare
-// whole first; TestStoreWritesTheSpareBeforeTheState shows it). Whichever
-// bytes those are, Load returns the old state or the new one, never an
-// error, and says whether it read the spare.
+// copy while Store writes it, else in the state (over a whole state,
+// Store writes the spare whole first; TestAStoreWritesOneCopyWholeFirst
+// shows it). Whichever bytes those are, Load returns the old state or the
+// new one, never an error, and says whether it read the spare.
 func TestAStoreCutShortLeavesAWholeState(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	this := BootID{0xb0, 0x07}
