@@ -120,6 +120,9 @@ func DecodeState(b []byte) (State, error) {
 // whole state, the old one or the new.
 type StateArea struct {
 	region []byte
+	// next is scratch room for the state Store encodes; a field, so that
+	// checksumming with hash/crc32 does not allocate.
+	next [StateSize]byte
 }
 
 // NewStateArea returns a StateArea over region[:StateAreaSize]; region must
@@ -139,13 +142,13 @@ func NewStateArea(region []byte) (*StateArea, error) {
 // reader, none of its new bytes comes before the first copy's last. Only
 // one goroutine, in any process, may call Store.
 func (a *StateArea) Store(s State) {
-	var b [StateSize]byte
-	s.Encode(b[:])
+	b := a.next[:]
+	s.Encode(b)
 	first, second := a.region[StateSpare:], a.region[:StateSize]
 	if _, err := DecodeState(second); err != nil {
 		first, second = second, first
 	}
-	copy(first[:StateSize], b[:])
+	copy(first[:StateSize], b)
 	release.Store64((*uint64)(unsafe.Pointer(&second[0])), binary.LittleEndian.Uint64(b[:8]))
 	copy(second[8:StateSize], b[8:])
 }
