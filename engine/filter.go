@@ -35,7 +35,6 @@ type Filter struct {
 	header  *mmapfile.Region
 	page0   []byte // the first page of the header mapping
 	journal *seqno.Journal
-	state   *seqno.StateArea
 	dirSeq  *uint64 // in page 0: generation of the newest directory announced
 	chain   *scaling.Chain
 
@@ -86,6 +85,10 @@ type Filter struct {
 	// idleStop, closed by Close, ends flushWhenIdle; nil without
 	// Options.FlushWhenIdle.
 	idleStop chan struct{}
+	// state is the dirty mark and the durable sequence, in page 0. It is
+	// written at a flush and at the first change after one, so it comes
+	// last, where it moves none of the fields every change reads.
+	state *seqno.StateArea
 }
 
 // change is what the change in flight did besides counter writes.
