@@ -85,7 +85,7 @@ type Filter struct {
 	// idleStop, closed by Close, ends flushWhenIdle; nil without
 	// Options.FlushWhenIdle.
 	idleStop chan struct{}
-	// state is the dirty mark and the durable sequence, in page 0. It is
+	// state is the file's state and its spare copy, in page 0. It is
 	// written at a flush and at the first change after one, so it comes
 	// last, where it moves none of the fields every change reads.
 	state *seqno.StateArea

@@ -15,11 +15,15 @@ func unsafeBytes(words []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), 8*len(words))
 }
 
-// newStateArea returns a StateArea over an 8-byte aligned region.
+// stateRegion is a zeroed region for a StateArea, 8-byte aligned.
+func stateRegion() []byte {
+	return unsafeBytes(make([]uint64, (StateAreaSize+7)/8))[:StateAreaSize]
+}
+
+// newStateArea returns a StateArea over a fresh region.
 func newStateArea(t *testing.T) (*StateArea, []byte) {
 	t.Helper()
-	words := make([]uint64, (StateAreaSize+7)/8)
-	region := unsafeBytes(words)[:StateAreaSize]
+	region := stateRegion()
 	a, err := NewStateArea(region)
 	require.NoError(t, err)
 	return a, region
@@ -144,16 +148,14 @@ func TestStoreMendsTheState(t *testing.T) {
 }
 
 func FuzzStateAreaLoad(f *testing.F) {
-	words := make([]uint64, (StateAreaSize+7)/8)
-	region := unsafeBytes(words)[:StateAreaSize]
+	region := stateRegion()
 	a, _ := NewStateArea(region)
 	a.Store(State{Dirty: true, DurableSeq: 9})
 	f.Add(bytes.Clone(region))
 	region[2] ^= 1
 	f.Add(bytes.Clone(region))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		words := make([]uint64, (StateAreaSize+7)/8)
-		region := unsafeBytes(words)[:StateAreaSize]
+		region := stateRegion()
 		copy(region, raw)
 		a, err := NewStateArea(region)
 		require.NoError(t, err)
