@@ -166,9 +166,12 @@ func countersContainsGo(words *[wordsPerBlock]uint64, state uint64, k int) bool 
 // an array indexed by each chunk, so that they stay in registers: in an
 // array every chunk's bit waited for the store of the one before, and a
 // lookup in the cache took a ninth longer (docs/PERFORMANCE.md, Lookups).
-// On amd64 presenceDraw draws them in assembly, as a lookup does.
-func (s *shape) presenceSet(h Hash) (lo, hi uint64) {
-	return presenceDraw(h.Derived^s.slotSalt, s.geometry.K)
+// It also stores in masks the low bit of each of those counters in each of
+// the block's counter words, as setMasks makes them from the set. On
+// amd64 presenceDraw draws the set in assembly, as a lookup does, and marks
+// the masks as it goes.
+func (s *shape) presenceSet(h Hash, masks *[wordsPerBlock]uint64) (lo, hi uint64) {
+	return presenceDraw(h.Derived^s.slotSalt, s.geometry.K, masks)
 }
 
 // presenceSetAt is presenceSet of the key whose slot stream starts at
@@ -288,11 +291,10 @@ func (f *Filter) Locate(h Hash, p *Probe) {
 		f.locateFlat(h, p)
 		return
 	}
-	// The set is drawn as a lookup draws it; the masks follow from it.
-	// Every field a blocked probe uses is stored, so nothing is cleared.
+	// The set is drawn as a lookup draws it, and the masks with it. Every
+	// field a blocked probe uses is stored, so nothing is cleared.
 	p.base, p.flat, p.held = f.block(h)*wordsPerBlock, false, false
-	p.set[0], p.set[1] = f.presenceSet(h)
-	counterMasks(&p.masks, &p.set)
+	p.set[0], p.set[1] = f.presenceSet(h, &p.masks)
 }
 
 // locateFlat is Locate in a flat geometry, kept apart so that the blocked
@@ -312,35 +314,19 @@ func (f *Filter) locateFlat(h Hash, p *Probe) {
 	}
 }
 
-// counterMasks turns a block's presence bits into the low bit of each of
-// those counters in each of the block's counter words: what addWordBits
-// does, undone. Sixteen lookups in a table of bytes, and no branch.
-func counterMasks(masks *[wordsPerBlock]uint64, set *[2]uint64) {
-	lo, hi := set[0], set[1]
-	masks[0], masks[1], masks[2], masks[3] = spread16(lo), spread16(lo>>16), spread16(lo>>32), spread16(lo>>48)
-	masks[4], masks[5], masks[6], masks[7] = spread16(hi), spread16(hi>>16), spread16(hi>>32), spread16(hi>>48)
-}
-
-// spread16 is the inverse of presenceFlags for the low 16 bits of x: one
-// counter word's presence bits as the low bit of each of its counters.
-func spread16(x uint64) uint64 {
-	return uint64(spreadByte[uint8(x)]) | uint64(spreadByte[uint8(x>>8)])<<32
-}
-
-// spreadByte maps a byte of presence bits, counter t of eight at bit 7-t
-// (presenceBit's order), to the low bit of each counter's nibble in the
-// half of a counter word that holds those eight counters (nibbleShift's
-// order).
-var spreadByte = func() (table [256]uint32) {
-	for b := range table {
-		for t := range uint(8) {
-			if uint64(b)&presenceBit(t) != 0 {
-				table[b] |= 1 << nibbleShift(t)
-			}
+// setMasks stores in masks the low bit of each counter of set, a block's
+// presence bits, in each of the block's counter words: what addWordBits
+// does, undone. The assembly on amd64 marks the masks from the same table
+// as it draws the counters instead.
+func setMasks(masks *[wordsPerBlock]uint64, set [2]uint64) {
+	*masks = [wordsPerBlock]uint64{}
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			place := &counterLows[(64*w+bits.TrailingZeros64(word))&127]
+			masks[place[0]/8&(wordsPerBlock-1)] |= place[1]
 		}
 	}
-	return table
-}()
+}
 
 // WarmProbe loads a word of the probe's block and one of its presence bits,
 // so that both cache misses are under way together before a change reads
@@ -554,6 +540,15 @@ var counterPlaces = func() (places [128][2]uint64) {
 		places[x] = [2]uint64{8 * uint64(c>>4), MaxCounter << nibbleShift(c)}
 	}
 	return places
+}()
+
+// counterLows is counterPlaces with the low bit of each counter's nibble
+// for its mask: where presenceDraw marks the counter in a probe's masks.
+var counterLows = func() (lows [128][2]uint64) {
+	for x, place := range counterPlaces {
+		lows[x] = [2]uint64{place[0], place[1] & lowBits}
+	}
+	return lows
 }()
 
 // RebuildPresence sets the presence bits from the counters, for a region

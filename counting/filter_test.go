@@ -632,14 +632,24 @@ func TestPresenceFlags(t *testing.T) {
 	}
 }
 
-// spread16 undoes presenceFlags for every one of the 65 536 sets of a
-// word's presence bits: a change raises exactly the counters a lookup
-// tests.
-func TestSpread16UndoesPresenceFlags(t *testing.T) {
-	for bits := range uint64(1 << 16) {
-		flags := spread16(bits)
-		require.Zero(t, flags&^lowBits, "%#04x: a bit off the counters' low bits", bits)
-		require.Equal(t, uint16(bits), presenceFlags(flags), "%#04x", bits)
+// setMasks undoes presenceFlags for every one of the 65 536 sets of each
+// counter word's presence bits: a change raises exactly the counters a
+// lookup tests, and touches no other word.
+func TestSetMasksUndoesPresenceFlags(t *testing.T) {
+	var masks [wordsPerBlock]uint64
+	for i := range wordsPerBlock {
+		for flags := range uint64(1 << 16) {
+			var set [2]uint64
+			set[i/4] = flags << (16 * (i % 4))
+			setMasks(&masks, set)
+			for j, m := range masks {
+				if j != i {
+					require.Zero(t, m, "word %d, %#04x: a mask in word %d", i, flags, j)
+				}
+			}
+			require.Zero(t, masks[i]&^lowBits, "word %d, %#04x: a bit off the counters' low bits", i, flags)
+			require.Equal(t, uint16(flags), presenceFlags(masks[i]), "word %d, %#04x", i, flags)
+		}
 	}
 }
 
@@ -663,13 +673,22 @@ func streamCounters(f *Filter, h Hash) (set [2]uint64, masks [wordsPerBlock]uint
 // docs/FORMAT.md). presenceSet and Locate draw it their own quicker ways; they
 // must take exactly the counters the stream takes, for every k: keys that
 // draw a counter twice among their first chunks, and keys whose counters
-// need several mixes of the stream, included.
+// need several mixes of the stream, included. presenceSet's masks must be
+// the key's counters alone, whatever the room held before.
 func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
-	eachStreamKey(t, rand.New(rand.NewPCG(3, 4)), func(f *Filter, k int, h Hash, want [2]uint64, masks [wordsPerBlock]uint64) {
-		lo, hi := f.presenceSet(h)
+	rng := rand.New(rand.NewPCG(3, 4))
+	eachStreamKey(t, rng, func(f *Filter, k int, h Hash, want [2]uint64, masks [wordsPerBlock]uint64) {
+		var got [wordsPerBlock]uint64
+		for i := range got {
+			got[i] = rng.Uint64()
+		}
+		lo, hi := f.presenceSet(h, &got)
 		require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
+		require.Equal(t, masks, got, "k=%d", k)
 		lo, hi = presenceSetAt(h.Derived^f.slotSalt, k)
 		require.Equal(t, want, [2]uint64{lo, hi}, "k=%d: in Go", k)
+		setMasks(&got, [2]uint64{lo, hi})
+		require.Equal(t, masks, got, "k=%d: in Go", k)
 		p := probe(f, h)
 		require.Equal(t, want, p.set, "k=%d", k)
 		require.Equal(t, masks, p.masks, "k=%d", k)

@@ -18,11 +18,12 @@ func presenceContains(presence *[2]uint64, state uint64, k int) bool
 //go:noescape
 func countersContains(words *[wordsPerBlock]uint64, state uint64, k int) bool
 
-// presenceDraw is presenceSetAt in assembly, drawing the set as
-// presenceContains does, for the adds and removes that place a key.
+// presenceDraw is presenceSetAt and setMasks in assembly, drawing the
+// set as presenceContains does and marking each counter's low bit in masks
+// as it is drawn, for the adds and removes that place a key.
 //
 //go:noescape
-func presenceDraw(state uint64, k int) (lo, hi uint64)
+func presenceDraw(state uint64, k int, masks *[wordsPerBlock]uint64) (lo, hi uint64)
 
 // hasPOPCNT is whether the assembly may count bits with POPCNT; where it
 // may not, it draws every key's counters one at a time, as it does for a

@@ -6,15 +6,17 @@
 // counters the same way, and differ only in what they do with each counter
 // drawn: presenceContains collects its presence bit and tests the set
 // against the block's presence bits at the end; countersContains tests the
-// counter itself as it goes; presenceDraw returns the set. The drawing is
-// written once, in the macros below.
+// counter itself as it goes; presenceDraw returns the set and marks each
+// counter's low bit in the probe's masks. The drawing is written once, in
+// the macros below.
 //
 // Registers, in all three: DI the stream's state (then its later states),
 // CX its first word and DX its second, each with SEVENS in; SI
 // presencePairs; AX and BX the set drawn so far (its low and high word);
 // R12 k; R10, R11 and R13 scratch. presenceContains keeps the block's
 // presence words in R8 and R9; countersContains keeps counterPlaces in R8
-// and the block's counter words at R9.
+// and the block's counter words at R9; presenceDraw keeps counterLows in R8
+// and the masks at R9.
 
 // slotStep and sevens as the Go code has them (filter.go).
 #define SLOT_STEP $0x9e3779b97f4a7c15
@@ -47,6 +49,23 @@
 	MOVQ  8(R8)(idx*1), idx \
 	TESTQ idx, 0(R9)(off*1) \
 	JZ    zero
+
+// MASK marks in the masks (R9) the low bit of the counter whose offset
+// into counterLows (R8) is in idx: the pair there is the byte offset of its
+// word, loaded into off, and the low bit of its nibble, loaded over idx. A
+// counter drawn twice is marked twice, to the same effect.
+#define MASK(idx, off) \
+	MOVQ 0(R8)(idx*1), off \
+	MOVQ 8(R8)(idx*1), idx \
+	ORQ  idx, 0(R9)(off*1)
+
+#define MASK_CHUNK(reg, shift) \
+	CHUNK(reg, shift) \
+	MASK(R10, R11)
+
+#define MASK_CHUNK0(reg) \
+	CHUNK0(reg) \
+	MASK(R10, R11)
 
 #define COUNTER_CHUNK(reg, shift) \
 	CHUNK(reg, shift) \
@@ -246,6 +265,8 @@ draw: \
 
 #define COUNTER_REST COUNTER(R11, CX)
 
+#define MASK_REST MASK(R11, CX)
+
 // func presenceContains(presence *[2]uint64, state uint64, k int) bool
 //
 // The block's presence bits are loaded first, so that a cache miss is
@@ -291,16 +312,25 @@ zero:
 
 	REST(COUNTER_REST)
 
-// func presenceDraw(state uint64, k int) (lo, hi uint64)
-TEXT ·presenceDraw(SB), NOSPLIT, $0-32
+// func presenceDraw(state uint64, k int, masks *[wordsPerBlock]uint64) (lo, hi uint64)
+//
+// The masks are cleared first, then each counter drawn marks its own.
+TEXT ·presenceDraw(SB), NOSPLIT, $0-40
 	MOVQ state+0(FP), DI
 	MOVQ DI, CX
 	MOVQ k+8(FP), R12
-	DRAW(CHUNK, CHUNK0)
+	MOVQ masks+16(FP), R9
+	LEAQ ·counterLows(SB), R8
+	PXOR X0, X0
+	MOVOU X0, 0(R9)
+	MOVOU X0, 16(R9)
+	MOVOU X0, 32(R9)
+	MOVOU X0, 48(R9)
+	DRAW(MASK_CHUNK, MASK_CHUNK0)
 
 test:
-	MOVQ AX, lo+16(FP)
-	MOVQ BX, hi+24(FP)
+	MOVQ AX, lo+24(FP)
+	MOVQ BX, hi+32(FP)
 	RET
 
-	REST(NOTHING)
+	REST(MASK_REST)

@@ -13,5 +13,9 @@ func countersContains(words *[wordsPerBlock]uint64, state uint64, k int) bool {
 	return countersContainsGo(words, state, k)
 }
 
-// presenceDraw is presenceSetAt, for the same reasons.
-func presenceDraw(state uint64, k int) (lo, hi uint64) { return presenceSetAt(state, k) }
+// presenceDraw is presenceSetAt and setMasks, for the same reasons.
+func presenceDraw(state uint64, k int, masks *[wordsPerBlock]uint64) (lo, hi uint64) {
+	lo, hi = presenceSetAt(state, k)
+	setMasks(masks, [2]uint64{lo, hi})
+	return lo, hi
+}
