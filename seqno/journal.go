@@ -63,7 +63,7 @@ type Span struct {
 // Journal is the memory sequence and undo record over a caller's region,
 // usually a mapped page of the file.
 type Journal struct {
-	region []byte
+	region *[JournalSize]byte
 	memSeq *uint64
 	undo   *uint64
 	spans  int
@@ -80,7 +80,7 @@ func NewJournal(region []byte) (*Journal, error) {
 		return nil, err
 	}
 	return &Journal{
-		region: region,
+		region: (*[JournalSize]byte)(region),
 		memSeq: (*uint64)(unsafe.Pointer(&region[journalMemSeq])),
 		undo:   (*uint64)(unsafe.Pointer(&region[undoSeq])),
 	}, nil
@@ -123,21 +123,39 @@ func (j *Journal) Begin() { j.spans = 0 }
 // come before the write, and a change saves at most MaxSpans spans of at most
 // MaxSpanBytes each; more is a bug in the caller.
 func (j *Journal) Save(area uint32, offset uint64, prior []byte) {
-	if j.spans == MaxSpans || len(prior) > MaxSpanBytes {
+	if uint(j.spans) >= MaxSpans || len(prior) > MaxSpanBytes {
 		panic(fmt.Sprintf("seqno: span %d of %d bytes exceeds the undo record", j.spans, len(prior)))
 	}
 	s := (*[spanSize]byte)(j.region[undoSpans+j.spans*spanSize:])
 	binary.LittleEndian.PutUint32(s[spanArea:], area)
 	binary.LittleEndian.PutUint32(s[spanLength:], uint32(len(prior)))
 	binary.LittleEndian.PutUint64(s[spanOffset:], offset)
-	// A block, the span of nearly every change, fills its room; only a
-	// shorter span has the rest of it cleared.
+	// A block, the span of nearly every change, fills its room word by
+	// word, with no call of memmove; only a shorter span has the rest of
+	// its room cleared.
 	room := (*[MaxSpanBytes]byte)(s[spanBytes:])
-	if len(prior) < MaxSpanBytes {
+	if len(prior) == MaxSpanBytes {
+		copyBlock(room, (*[MaxSpanBytes]byte)(prior))
+	} else {
 		*room = [MaxSpanBytes]byte{}
+		copy(room[:], prior)
 	}
-	copy(room[:], prior)
 	j.spans++
+}
+
+// copyBlock copies src to dst as eight words, each loaded into a register
+// and stored, wherever either lies: an assignment of the arrays compiles
+// to a call of memmove.
+func copyBlock(dst, src *[MaxSpanBytes]byte) {
+	le := binary.LittleEndian
+	le.PutUint64(dst[0:], le.Uint64(src[0:]))
+	le.PutUint64(dst[8:], le.Uint64(src[8:]))
+	le.PutUint64(dst[16:], le.Uint64(src[16:]))
+	le.PutUint64(dst[24:], le.Uint64(src[24:]))
+	le.PutUint64(dst[32:], le.Uint64(src[32:]))
+	le.PutUint64(dst[40:], le.Uint64(src[40:]))
+	le.PutUint64(dst[48:], le.Uint64(src[48:]))
+	le.PutUint64(dst[56:], le.Uint64(src[56:]))
 }
 
 // Seal completes the record; the change may write after Seal returns.

@@ -101,12 +101,13 @@ func TestSealedButUncommittedChangeIsPending(t *testing.T) {
 func TestAFullRecordIsTakenBackWhole(t *testing.T) {
 	// The largest record the format holds reads back as it was: every span
 	// used, as a flat sub-filter's change uses them, and each as long as a
-	// block, as a blocked change's first span is.
+	// block, as a blocked change's first span is. Each is read from an
+	// odd address: Save copies a span wherever it lies.
 	j, _ := newJournal(t)
 	j.Begin()
 	var want []Span
 	for i := range MaxSpans {
-		prior := make([]byte, MaxSpanBytes)
+		prior := make([]byte, 1+MaxSpanBytes)[1:]
 		for b := range prior {
 			prior[b] = byte(i*MaxSpanBytes + b + 1)
 		}
