@@ -41,25 +41,38 @@ func cappedOpens(t *testing.T, path string, room uint64, opens int) string {
 // failed after some thousands of opens. Open now collects what closed
 // filters hold when a mapping fails for want of room, and tries again.
 func TestOpeningAgainAndAgainDoesNotRunOutOfAddressSpace(t *testing.T) {
-	f := newTestFilter(t, Config{Capacity: 5_000_000, ErrorRate: 0.01, Growth: 1})
-	region := uint64(len(spaceOf(f.chain.SubFilters()[0]).region.Bytes()))
-	require.Greater(t, region, uint64(32<<20))
-	require.NoError(t, f.Close())
+	f, region := cappedFilter(t)
 
-	// Room for three mappings at once; twelve opens need the first ones'
-	// given back.
-	require.Equal(t, "ok 12", cappedOpens(t, f.Path(), 3*region+region/2, 12))
+	// Room for three mappings at once, and the runtime's: twelve opens
+	// need the first ones' given back.
+	require.Equal(t, "ok 12", cappedOpens(t, f.Path(), 3*region+runtimeRoom, 12))
+}
+
+// runtimeRoom is the address space the capped child leaves the Go runtime
+// beside the filters' mappings. The collection that Open runs when a
+// mapping is refused may grow the heap, and the runtime reserves a heap
+// arena of 64 MiB at a time: a child left less, under a busy machine,
+// once died of it ("fatal error: out of memory" in the collector).
+const runtimeRoom = 80 << 20
+
+// cappedFilter is a closed filter for the capped child, whose sub-filter's
+// region is larger than runtimeRoom.
+func cappedFilter(t *testing.T) (*Filter, uint64) {
+	t.Helper()
+	f := newTestFilter(t, Config{Capacity: 10_000_000, ErrorRate: 0.01, Growth: 1})
+	region := uint64(len(spaceOf(f.chain.SubFilters()[0]).region.Bytes()))
+	require.Greater(t, region, uint64(runtimeRoom))
+	require.NoError(t, f.Close())
+	return f, region
 }
 
 // A mapping the system refuses is not a damaged file: Open says why it
 // failed and does not claim corruption, which would send its caller to
 // rebuild or restore a sound file.
 func TestAMappingRefusedIsNotCorruption(t *testing.T) {
-	f := newTestFilter(t, Config{Capacity: 5_000_000, ErrorRate: 0.01, Growth: 1})
-	region := uint64(len(spaceOf(f.chain.SubFilters()[0]).region.Bytes()))
-	require.NoError(t, f.Close())
+	f, _ := cappedFilter(t)
 
-	said := cappedOpens(t, f.Path(), region/2, 1)
+	said := cappedOpens(t, f.Path(), runtimeRoom, 1)
 	require.True(t, strings.HasPrefix(said, "error 0 corrupt=false enomem=true "), "the child said %q", said)
 	require.Contains(t, said, "mmap")
 	require.Contains(t, said, f.Path())
