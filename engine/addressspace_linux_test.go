@@ -24,12 +24,10 @@ func cappedOpens(t *testing.T, path string, room uint64, opens int) string {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=capped", "TALLYBLOOM_FILE="+path,
 		"TALLYBLOOM_ROOM="+strconv.FormatUint(room, 10), "TALLYBLOOM_OPENS="+strconv.Itoa(opens))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		require.NoError(t, err, "child said %q, and on stderr %q", out, exit.Stderr)
-	}
-	require.NoError(t, err, "child said %q", out)
+	require.NoError(t, err, "child said %q, and on stderr %q", out, stderr.String())
 	return strings.TrimSpace(string(out))
 }
 
