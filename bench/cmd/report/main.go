@@ -1164,7 +1164,7 @@ func cacheNote(r map[string]result, llc int64) string {
 	if median(in8) <= busy && 2*held > probes {
 		// Seen on an Intel Xeon VM: rows of 39 to 45 ns, and probes of 70
 		// to 150 ns after nearly every benchmark between them.
-		b.WriteString(". The memory latency rows, though, which walk the 8 MiB for a quarter second and more, found it held, where most probes, each after a benchmark and three times round first, did not: read the targets' counts of such runs as a warning, not as a measure of other tenants.")
+		b.WriteString(". The memory latency rows, though, which walk the 8 MiB for a quarter second and more, found it free, where most probes, each after a benchmark and three times round first, found it held: read the targets' counts of such runs as a warning, not as a measure of other tenants.")
 	} else {
 		b.WriteString(": other tenants of this machine held the shared cache then, and the targets say in how many of their runs.")
 	}
