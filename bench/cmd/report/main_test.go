@@ -152,6 +152,7 @@ func TestReportSaysPlainlyWhichTargetsAreMissedAndWhyOnce(t *testing.T) {
 	require.NotContains(t, reasons, "- Contains, 1M, 1 sub-filter", "a met target needs no reason")
 	require.Contains(t, reasons, "AddBatch, which takes the lock once a batch and asks for a group's blocks together) takes 150 ns a key at 1M fixed, 1.50x bits-and-blooms' Add.",
 		"the Add reason says how far batches go")
+	require.NotContains(t, reasons, "memory latency rows", "no latency rows measured, none quoted")
 	require.Regexp(t, `\n- [^\n]*Open, 4 GiB vs 1 MiB[^\n]*: this run has no measurement for it`, reasons)
 	require.NotContains(t, reasons, "whatever the file's size", "an unmeasured target's usual reason would quote no figures")
 }
@@ -249,6 +250,8 @@ func TestTargetsSayInHowManyRunsTheCacheWasHeld(t *testing.T) {
 	require.Contains(t, report, "| Add, 1M, vs bits-and-blooms Add | "+asFixed+" | 2.00x | 2.00-2.00x | at most 1.5x | **missed** |",
 		"a target whose runs were quiet says nothing of the cache")
 	require.NotContains(t, report, "AddBatch", "no batch measured, no batch quoted")
+	require.Contains(t, report, "in this run's memory latency rows a dependent load within 8 MiB took 25 ns, and one from memory 160",
+		"the Add reason says what a trip to the cache and to memory cost in this run")
 
 	small := testHost
 	small.llc = 8 << 20
@@ -281,6 +284,30 @@ func TestSideBySideLookupsAreShownBesideTheRatioAlone(t *testing.T) {
 	delete(rows, "ContainsSideBySide/64M/tallybloom-large")
 	require.NotContains(t, write(parse(benchOutput(3, rows)), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg"), "### Contains at 64M, side by side",
 		"nothing measured, nothing said")
+}
+
+// The reason for a missed lookup target at 64M puts the gap between 4 KiB
+// and 2 MiB pages down to the page walk only where 2 MiB pages were faster
+// in the run.
+func TestTheLookupReasonQuotesThePageWalkOnlyWhereItShowed(t *testing.T) {
+	reason := func(withPages, withLarge float64) string {
+		report := write(parse(benchOutput(3, map[string]map[string][]float64{
+			"Contains/64M/tallybloom/member":       {"ns/op": {withPages, withPages, withPages}},
+			"Contains/64M/tallybloom-large/member": {"ns/op": {withLarge, withLarge, withLarge}},
+			"Contains/64M/bits-and-blooms/member":  {"ns/op": {200, 200, 200}},
+		})), nil, runInfo{h: testHost, mode: "short", count: 3, benchtime: "250ms", took: time.Minute}, "results.svg")
+		_, reasons, ok := strings.Cut(report, "Why the targets not met are missed:")
+		require.True(t, ok, "a lookup at 0.9x and more misses 0.7x")
+		reasons, _, _ = strings.Cut(reasons, "\n## ")
+		return reasons
+	}
+	walked := reason(190, 180)
+	require.Contains(t, walked, "190 ns a lookup with 4 KiB pages against 180 with 2 MiB pages in this run, the page walk that a 4 KiB page adds")
+	require.NotContains(t, walked, "did not show")
+
+	unwalked := reason(177, 183)
+	require.Contains(t, unwalked, "177 ns a lookup with 4 KiB pages against 183 with 2 MiB pages in this run: the page walk that a 4 KiB page adds to nearly every lookup at this size did not show")
+	require.NotContains(t, unwalked, "in this run, the page walk")
 }
 
 // Whether LargePages took decides what its rows measure: the Machine
@@ -627,7 +654,7 @@ func TestAFailedRunStillReportsWhatRan(t *testing.T) {
 	require.Regexp(t, `Add, 1M, vs bits-and-blooms Add \| fixed at 1% \|[^\n]*not measured`, string(report))
 	require.Contains(t, string(report), `go test printed for Add/1M/tallybloom-fixed: "add: no room left on the device"`)
 	require.NotContains(t, string(report), "NaN", "what did not run shows no figure")
-	require.Contains(t, string(report), "an Add takes (not measured) ns fixed", "a missed target's reason says which of its figures the run lacks")
+	require.Contains(t, string(report), "the 20K rows) that takes (not measured) ns fixed", "a missed target's reason says which of its figures the run lacks")
 	require.Contains(t, string(report), "This run has no AddUntouched row for every way it measures.")
 	require.FileExists(t, chart)
 
