@@ -33,6 +33,12 @@ type Description struct {
 	WriterFor time.Duration
 	// Pending is the generation of a copy being written, 0 if none.
 	Pending uint64
+	// Reader names the host and process of a reader that holds the live
+	// copy (a Pull or a Restore; see Stats.Held), "" if none; ReaderFor
+	// is how long its hold lasts unless it renews it. While it holds the
+	// copy, its writer ships no change.
+	Reader    string
+	ReaderFor time.Duration
 	// Memory is the memory of the Redis server that holds the name's keys
 	// (on a cluster, the node of its slot), or nil where Redis does not
 	// let a script ask (INFO renamed away, or denied to the user).
@@ -88,12 +94,14 @@ func memoryOf(ctx context.Context, r Redis, k keys) *Memory {
 	return &m
 }
 
-// describeScript reads a name's live copy, claim and pending copy. KEYS:
-// the meta hash, the claim, the pending hash. It answers the meta hash's
-// fields and values, the claim or false, its time to live in ms, and the
-// pending copy's generation or false.
+// describeScript reads a name's live copy, claim, pending copy and hold.
+// KEYS: the meta hash, the claim, the pending hash, the hold. It answers
+// the meta hash's fields and values, the claim or false, its time to live
+// in ms, the pending copy's generation or false, and the hold or false and
+// its time to live.
 var describeScript = newScript(`
-return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('PTTL', KEYS[2]), redis.call('HGET', KEYS[3], 'gen')}
+return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('PTTL', KEYS[2]), redis.call('HGET', KEYS[3], 'gen'),
+  redis.call('GET', KEYS[4]), redis.call('PTTL', KEYS[4])}
 `)
 
 // Describe reads what Redis holds under name. It returns ErrNotMirrored if
@@ -104,7 +112,7 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 	if err != nil {
 		return Description{}, err
 	}
-	answer, err := r.Eval(ctx, describeScript, true, []string{k.meta(), k.owner(), k.pending()})
+	answer, err := r.Eval(ctx, describeScript, true, []string{k.meta(), k.owner(), k.pending(), k.hold()})
 	if err != nil {
 		if strings.Contains(err.Error(), "WRONGTYPE") {
 			return Description{}, fmt.Errorf("%w: a key of %q is not a tallybloom mirror's: %v", ErrBadAnswer, name, err)
@@ -112,7 +120,7 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 		return Description{}, fmt.Errorf("mirror: describing %q: %w", name, err)
 	}
 	parts, ok := answer.([]any)
-	if !ok || len(parts) != 4 {
+	if !ok || len(parts) != 6 {
 		return Description{}, fmt.Errorf("%w: a description of %T", ErrBadAnswer, answer)
 	}
 	var d Description
@@ -126,6 +134,10 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 	if holder, ok := parts[1].(string); ok {
 		ttl, _ := parts[2].(int64)
 		d.Writer, d.WriterFor = holderOf(holder), time.Duration(max(ttl, 0))*time.Millisecond
+	}
+	if reader, ok := parts[4].(string); ok {
+		ttl, _ := parts[5].(int64)
+		d.Reader, d.ReaderFor = holderOf(reader), time.Duration(max(ttl, 0))*time.Millisecond
 	}
 	if gen, ok := parts[3].(string); ok {
 		if d.Pending, err = strconv.ParseUint(gen, 10, 64); err != nil {

@@ -12,6 +12,7 @@
 //	{N}:pending         hash: the copy being written, shaped as meta
 //	{N}:gens            the last generation handed to a copy
 //	{N}:owner           the claim of the process that writes copies
+//	{N}:hold            the token of a reader holding the live copy
 //
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below
@@ -111,8 +112,23 @@
 // places keys by, and reads it again when sub-filters were opened or
 // retired since. Pull and Restore, which read a copy of more than 8 MiB of
 // counters in many calls, check the sequence, so that what they return is
-// the copy at one change; under a writer that ships changes without pause
-// they give up (ErrCopyChanging). A smaller copy they read in one call.
+// the copy at one change; a change shipped meanwhile sends them back to
+// the start. A smaller copy they read in one call.
+//
+// A writer that never pauses for as long as such a read takes would send
+// it back every time, so from its third read a reader holds the copy: it
+// sets {N}:hold to a token of its own, for a few seconds that it renews
+// as it reads, and deletes it when it is done. While the hold exists, the
+// script that ships a batch applies nothing and answers HELD, and the
+// Mirror keeps its changes queued (Stats.Held) and asks again; a full
+// copy's switch waits the same way, so the live copy stays at one
+// sequence to the end of the read. A reader that dies leaves its hold to
+// expire. A hold holds the writer back for as long as the read takes, and
+// changes made meanwhile wait in its queue, or, past the queue's bound,
+// in the blocks it marks for the next copy; Describe and tallybloom
+// mirror stats name the reader. The key is new in this format and
+// changes no byte of a copy: a writer built before it ignores a hold,
+// and a reader built before it takes none.
 // Restore hands the copy to engine.Import as an export stream written a
 // chunk at a time (engine.WriteExport), so it never holds the filter in
 // memory.

@@ -62,10 +62,12 @@ var (
 	// last read them, 11 times at most. Pull and Restore read a copy of
 	// more than 8 MiB of counters in many calls, all of one sequence, so
 	// they read again after any change that their writer shipped
-	// meanwhile, pausing longer each time: they succeed while the writer
-	// pauses for as long as a read takes (or has stopped, as after a
-	// crash), and under a writer that ships changes without such a pause
-	// they give up with this error after about 1.3 s.
+	// meanwhile, pausing longer each time; from their third read they
+	// hold the copy, and its writer queues its changes until they have
+	// read it. They give up with this error, after about 1.3 s, only
+	// where the hold cannot be had (Redis refuses the write: a replica,
+	// or one out of memory) or is not honoured (a writer built before
+	// holds, or a process other than a Mirror or Push changing the copy).
 	ErrCopyChanging = errors.New("mirror: the copy kept changing under the read")
 )
 

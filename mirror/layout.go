@@ -62,6 +62,12 @@ func (k keys) gens() string { return "{" + k.name + "}:gens" }
 // its copies, which expires unless renewed (see claimLua).
 func (k keys) owner() string { return "{" + k.name + "}:owner" }
 
+// hold names the pause a reader of a whole copy asks of its writer: while
+// it exists, the writer ships no change and switches to no new copy, so
+// that a copy read in many calls (Pull, Restore) stays at one sequence. It
+// holds the reader's token and expires unless renewed (see holdScript).
+func (k keys) hold() string { return "{" + k.name + "}:hold" }
+
 func (k keys) part(gen uint64, level int, part uint64) string {
 	return fmt.Sprintf("{%s}:g%d:l%d:p%d", k.name, gen, level, part)
 }

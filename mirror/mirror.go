@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +136,10 @@ type Stats struct {
 	CopyBytes     uint64
 	CopiedBytes   uint64
 	ChangedBlocks int
+	// Held reports that the last batch found a reader holding the copy (a
+	// Pull or a Restore of a copy larger than one call reads, sent back
+	// by changes): until its read ends, changes wait in the queue.
+	Held bool
 }
 
 // Mirror ships a filter's committed changes to Redis.
@@ -749,6 +754,7 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 		batch = append(batch, change{tallies: engine.Tallies{Level: sub.Level, Count: sub.Count, MaxID: sub.MaxID, NonZero: sub.NonZero}, hasTallies: true})
 	}
 	keys, args := m.opArgs(m.keys.pending(), append([]any{m.seq, st.MemSeq, m.gen}, m.owner.args()...), batch)
+	keys = append(keys, m.keys.pending()) // no reader holds a pending copy (heldLua)
 	if err := m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, shipScript, false, keys, args...)
 		return catchUpError(err)
@@ -1009,6 +1015,30 @@ func writePart(ctx context.Context, r Redis, k keys, who owner, gen uint64, key 
 	})
 }
 
+// heldFor reads a HELD answer of shipScript or switchScript (see heldLua):
+// how long the writer waits before it tries again, and whether the answer
+// was one. It waits for the hold's time to live, and a tenth of a second
+// at most: a reader that ends its hold early deletes it.
+func heldFor(answer any) (time.Duration, bool) {
+	s, ok := answer.(string)
+	if !ok {
+		return 0, false
+	}
+	ttl, ok := strings.CutPrefix(s, "HELD ")
+	if !ok {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(ttl, 10, 64)
+	if err != nil || ms <= 0 || ms > maxHeldWait.Milliseconds() {
+		return maxHeldWait, true
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// maxHeldWait is the longest a writer waits before it asks again whether a
+// reader still holds its copy.
+const maxHeldWait = 100 * time.Millisecond
+
 // largest is the size of the largest sub-filter's counters.
 func largest(subs []engine.SubFilterStats) uint64 {
 	size := uint64(0)
@@ -1021,8 +1051,18 @@ func largest(subs []engine.SubFilterStats) uint64 {
 // switchCopy makes the pending copy of generation gen, at sequence seq,
 // live, and deletes old.
 func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, gen, seq uint64) error {
-	keys := append([]string{k.meta(), k.pending(), k.owner()}, k.copyParts(old)...)
-	_, err := r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
+	keys := append(append([]string{k.meta(), k.pending(), k.owner()}, k.copyParts(old)...), k.hold())
+	answer, err := r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
+	for wait, held := heldFor(answer); err == nil && held; wait, held = heldFor(answer) {
+		// A reader holds the live copy (see keys.hold): the switch waits
+		// for it, as the changes after the copy's sequence wait, queued.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		answer, err = r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
+	}
 	switch {
 	case claimedByAnother(err):
 		return fmt.Errorf("mirror: switching to the new copy: %w", takenError(err))
@@ -1124,6 +1164,20 @@ func (m *Mirror) ship(batch []change) error {
 	answer, err := m.r.Eval(m.ctx, shipScript, false, keys, args...)
 	code := scriptError(err)
 	var applied uint64
+	wait, held := heldFor(answer)
+	held = held && err == nil
+	m.mu.Lock()
+	m.mu.stats.Held = held
+	m.mu.Unlock()
+	if held {
+		// A reader holds the copy (see keys.hold): the batch waits,
+		// queued, and the changes after it queue behind it.
+		select {
+		case <-m.stop:
+		case <-time.After(wait):
+		}
+		return nil
+	}
 	switch {
 	case err == nil:
 		// Filled before the batch counts as held, so that a Flush
@@ -1166,7 +1220,8 @@ func (m *Mirror) ship(batch []change) error {
 
 // shipArgs builds shipScript's keys and arguments for batch.
 func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
-	return m.opArgs(m.keys.meta(), append([]any{m.seq, batch[len(batch)-1].seq, m.gen}, m.owner.args()...), batch)
+	keys, args = m.opArgs(m.keys.meta(), append([]any{m.seq, batch[len(batch)-1].seq, m.gen}, m.owner.args()...), batch)
+	return append(keys, m.keys.hold()), args
 }
 
 // opArgs builds the keys and arguments of a script that applies batch to
@@ -1410,7 +1465,8 @@ func (m *Mirror) needCopyNow(reason string) {
 }
 
 // Flush waits until Redis holds every change committed before the call, or
-// ctx ends, or the mirror is closed (ErrClosed).
+// ctx ends, or the mirror is closed (ErrClosed). While a reader holds the
+// copy (Stats.Held), that is once its read has ended.
 func (m *Mirror) Flush(ctx context.Context) error {
 	target := m.f.Stats().MemSeq
 	stop := context.AfterFunc(ctx, m.wakeWaiters)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tallybloom/tallybloom/engine"
@@ -13,14 +15,16 @@ import (
 // Pull reads the copy of the filter name from Redis into memory: the same
 // parameters, directory, tallies and counter bytes, all at the copy's one
 // sequence. A change shipped during the read starts it again, after a
-// pause that doubles each time; after about 1.3 s of those it returns
-// ErrCopyChanging.
+// pause that doubles each time; from the third read of a copy larger than
+// one call reads, Pull holds the copy, and its writer queues its changes
+// until Pull has read it (see the package's Reading). After about 1.3 s of
+// reads sent back it returns ErrCopyChanging.
 func Pull(ctx context.Context, r Redis, name string) (*engine.Snapshot, error) {
 	k, err := target(r, name)
 	if err != nil {
 		return nil, err
 	}
-	return readWhole(ctx, func() (*engine.Snapshot, error) { return pull(ctx, r, k) })
+	return readWhole(ctx, r, k, func(rd *reader) (*engine.Snapshot, error) { return rd.pull(ctx) })
 }
 
 // wholeAttempts and wholePause bound the reads of a whole copy (Pull,
@@ -32,12 +36,36 @@ const (
 	wholePause    = time.Millisecond
 )
 
+// Holding a copy (see keys.hold): the reads of a whole copy sent back by
+// its writer's changes before the reader asks the writer to pause, and how
+// long the pause lasts unless the reader renews it, which it does at each
+// call once a quarter of that has passed.
+const (
+	holdAfter = 2
+	holdFor   = 5 * time.Second
+)
+
+// reader reads a whole copy of k's filter from r, holding it (see
+// keys.hold) from the read after holdAfter on.
+type reader struct {
+	r       Redis
+	k       keys
+	token   string
+	ttl     time.Duration // how long a hold lasts unless renewed (holdFor)
+	wants   bool          // hold the copy on this read, if it is larger than one call
+	held    uint64        // the generation held, or 0
+	renewed time.Time     // when the hold was last set
+}
+
 // readWhole runs once, a read of the whole copy, again while the copy
 // changes under it or a part is not yet filled, at most wholeAttempts
-// times.
-func readWhole[T any](ctx context.Context, once func() (T, error)) (T, error) {
+// times, and ends the hold a read took.
+func readWhole[T any](ctx context.Context, r Redis, k keys, once func(*reader) (T, error)) (T, error) {
+	rd := &reader{r: r, k: k, token: newOwner(holdFor).token, ttl: holdFor}
+	defer rd.unhold()
 	for attempt := 1; ; attempt++ {
-		got, err := once()
+		rd.wants = attempt > holdAfter
+		got, err := once(rd)
 		if !readAgain(err) {
 			return got, err
 		}
@@ -53,14 +81,69 @@ func readWhole[T any](ctx context.Context, once func() (T, error)) (T, error) {
 	}
 }
 
-func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
-	meta, err := readMeta(ctx, r, k)
+// hold asks the writer of the copy meta describes to pause, if this read
+// wants it, and returns the copy's meta hash as of then: a change shipped
+// since meta was read is in it. A Redis that refuses to be written (a
+// replica, or one out of memory) is read without a hold, as before there
+// were holds.
+func (rd *reader) hold(ctx context.Context, meta copyMeta) (copyMeta, error) {
+	if !rd.wants || rd.held == meta.gen {
+		return meta, nil
+	}
+	seq, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, meta.gen, rd.token, rd.ttl.Milliseconds())
+	switch {
+	case copyChanged(err) != nil:
+		return meta, copyChanged(err)
+	case err != nil && (strings.Contains(err.Error(), "READONLY") || errors.Is(err, ErrRedisFull)):
+		rd.wants = false
+		return meta, nil
+	case err != nil:
+		return meta, readError(err)
+	}
+	rd.held, rd.renewed = meta.gen, time.Now()
+	if s, ok := seq.(string); ok && s == strconv.FormatUint(meta.seq, 10) {
+		return meta, nil
+	}
+	return readMeta(ctx, rd.r, rd.k)
+}
+
+// renew keeps a hold the reader took from expiring while it reads.
+func (rd *reader) renew(ctx context.Context) error {
+	if rd.held == 0 || time.Since(rd.renewed) < rd.ttl/4 {
+		return nil
+	}
+	if _, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, rd.held, rd.token, rd.ttl.Milliseconds()); err != nil {
+		if changed := copyChanged(err); changed != nil {
+			return changed
+		}
+		return readError(err)
+	}
+	rd.renewed = time.Now()
+	return nil
+}
+
+// unhold ends the reader's hold, if it took one, waiting for Redis a
+// second at most: a hold Redis is not told of expires.
+func (rd *reader) unhold() {
+	if rd.held == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = rd.r.Eval(ctx, unholdScript, false, []string{rd.k.hold()}, rd.token)
+	rd.held = 0
+}
+
+func (rd *reader) pull(ctx context.Context) (*engine.Snapshot, error) {
+	meta, err := readMeta(ctx, rd.r, rd.k)
 	if err != nil {
 		return nil, err
 	}
-	counters, err := readSmall(ctx, r, k, meta)
+	counters, err := rd.readSmall(ctx, meta)
 	if err == nil && counters == nil {
-		counters, err = readInChunks(ctx, r, k, meta)
+		if meta, err = rd.hold(ctx, meta); err == nil {
+			counters, err = rd.readInChunks(ctx, meta)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -77,7 +160,7 @@ func pull(ctx context.Context, r Redis, k keys) (*engine.Snapshot, error) {
 // change its writer ships can fall between two of its reads: only one
 // shipped between the read of the meta hash and this call sends such a
 // copy's read back. It returns nil for a larger copy.
-func readSmall(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte, error) {
+func (rd *reader) readSmall(ctx context.Context, meta copyMeta) ([][]byte, error) {
 	if _, ok := partCount(meta, readRanges); !ok {
 		return nil, nil
 	}
@@ -94,13 +177,13 @@ func readSmall(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte, e
 		counters[i] = make([]byte, sub.Blocks*64)
 		spans[i] = counterSpan{sub: i, dst: counters[i]}
 	}
-	return counters, readCounters(ctx, r, k, meta, spans...)
+	return counters, rd.readCounters(ctx, meta, spans...)
 }
 
 // readInChunks reads a copy's counters a chunk at a time, each
 // sub-filter's grown as the copy answers, so that a directory claiming
 // more than Redis holds cannot make it allocate the claim.
-func readInChunks(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte, error) {
+func (rd *reader) readInChunks(ctx context.Context, meta copyMeta) ([][]byte, error) {
 	counters := make([][]byte, len(meta.subs))
 	for i, sub := range meta.subs {
 		size := sub.Blocks * 64
@@ -108,7 +191,7 @@ func readInChunks(ctx context.Context, r Redis, k keys, meta copyMeta) ([][]byte
 		for offset := uint64(0); offset < size; offset += chunkBytes {
 			n := min(chunkBytes, size-offset)
 			region = append(region, make([]byte, n)...)
-			if err := readCounters(ctx, r, k, meta, counterSpan{i, offset, region[offset:]}); err != nil {
+			if err := rd.readCounters(ctx, meta, counterSpan{i, offset, region[offset:]}); err != nil {
 				return nil, err
 			}
 		}
@@ -136,9 +219,13 @@ type counterSpan struct {
 // chunkBytes bytes and readRanges parts, all at the copy's sequence. It
 // returns ErrCopyChanging if another copy replaced that one meanwhile, or
 // its writer shipped a change. It advances the spans it is given as it
-// reads them.
-func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, spans ...counterSpan) error {
+// reads them, and renews the reader's hold as it goes.
+func (rd *reader) readCounters(ctx context.Context, meta copyMeta, spans ...counterSpan) error {
+	r, k := rd.r, rd.k
 	for len(spans) > 0 {
+		if err := rd.renew(ctx); err != nil {
+			return err
+		}
 		keys := []string{k.meta()}
 		args := []any{meta.gen, meta.seq, ""}
 		var asked []counterSpan // a range of one part each
@@ -189,7 +276,8 @@ func readCounters(ctx context.Context, r Redis, k keys, meta copyMeta, spans ...
 
 // Restore creates a filter file at path from the copy in Redis: counters
 // byte-identical, same parameters, directory and sequence, read at that
-// sequence as Pull reads it (ErrCopyChanging if it cannot be). It fails with
+// sequence as Pull reads it, holding the copy of a writer that does not
+// pause (ErrCopyChanging if it cannot be read so). It fails with
 // engine.ErrExists if path exists, unless opts.Replace lets it replace a
 // filter file (one a machine crash left unclean, say), and leaves no file,
 // and the one it would replace as it was, if Redis answers anything wrong.
@@ -220,20 +308,25 @@ func restore(ctx context.Context, r Redis, name string, importer func(io.Reader)
 	if err != nil {
 		return nil, err
 	}
-	return readWhole(ctx, func() (*engine.Filter, error) { return restoreOnce(ctx, r, k, importer) })
+	return readWhole(ctx, r, k, func(rd *reader) (*engine.Filter, error) { return rd.restoreOnce(ctx, importer) })
 }
 
 // restoreOnce is one attempt of restore. A failed read ends the stream
 // short, so importer fails, leaving no file; the read's error is the one
 // returned.
-func restoreOnce(ctx context.Context, r Redis, k keys, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
-	meta, err := readMeta(ctx, r, k)
+func (rd *reader) restoreOnce(ctx context.Context, importer func(io.Reader) (*engine.Filter, error)) (*engine.Filter, error) {
+	meta, err := readMeta(ctx, rd.r, rd.k)
 	if err != nil {
 		return nil, err
 	}
-	small, err := readSmall(ctx, r, k, meta)
+	small, err := rd.readSmall(ctx, meta)
 	if err != nil {
 		return nil, err
+	}
+	if small == nil {
+		if meta, err = rd.hold(ctx, meta); err != nil {
+			return nil, err
+		}
 	}
 	pr, pw := io.Pipe()
 	read := make(chan error, 1)
@@ -243,7 +336,7 @@ func restoreOnce(ctx context.Context, r Redis, k keys, importer func(io.Reader) 
 				copy(dst, small[i][offset:])
 				return nil
 			}
-			return readCounters(ctx, r, k, meta, counterSpan{i, offset, dst})
+			return rd.readCounters(ctx, meta, counterSpan{i, offset, dst})
 		})
 		pw.CloseWithError(err)
 		read <- err

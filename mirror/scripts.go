@@ -102,10 +102,13 @@ end
 // shipScript applies a batch of changes if Redis's sequence is the one the
 // batch follows. KEYS[1] is the meta hash, or the pending hash of a copy
 // catching up before its switch, KEYS[2] the claim on the name; the others
-// are counter parts. ARGV: from, to, gen, the writer's token and claim
-// (see claimLua), then operations (see applyOps). It answers OK, or DUP for
-// a batch it already applied (a resend).
-var shipScript = newScript(claimLua(2, 4) + `
+// are counter parts, and the last the hold (keys.hold), or KEYS[1] again
+// for a pending copy, which no reader holds. ARGV: from, to, gen, the
+// writer's token and claim (see claimLua), then operations (see
+// applyOps). It answers OK, DUP for a batch it already applied (a resend),
+// or, applying nothing while a reader holds the copy, HELD and the hold's
+// time to live in ms (see heldFor).
+var shipScript = newScript(claimLua(2, 4) + heldLua + `
 local meta = KEYS[1]
 local gen = redis.call('HGET', meta, 'gen')
 if not gen then return redis.error_reply('TBNOCOPY') end
@@ -212,14 +215,45 @@ return 'OK'
 // copy and renames the pending hash to the meta hash, if the pending copy
 // is still the one of generation ARGV[1] at sequence ARGV[2] (another
 // process's copy may have replaced it). KEYS[1] is the meta hash, KEYS[2]
-// the pending one, KEYS[3] the claim, the others the old copy's parts;
-// ARGV[3] and [4] are the writer's token and claim.
+// the pending one, KEYS[3] the claim, the last the hold (keys.hold), the
+// others the old copy's parts; ARGV[3] and [4] are the writer's token and
+// claim. It answers OK, or, changing nothing while a reader holds the
+// live copy, HELD and the hold's time to live (see heldFor).
 var switchScript = newScript(claimLua(3, 3) + `
 if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] or redis.call('HGET', KEYS[2], 'seq') ~= ARGV[2] then
   return redis.error_reply('TBPENDING')
-end
-for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
+end` + heldLua + `
+for i = 4, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
 redis.call('RENAME', KEYS[2], KEYS[1])
+return 'OK'
+`)
+
+// heldLua answers HELD and the hold's time to live in ms (-1 for none) if
+// the last key, the hold, exists, unless it is KEYS[1], the hash the
+// script changes: a pending copy, which no reader holds.
+const heldLua = `
+local hold = KEYS[#KEYS]
+if hold ~= KEYS[1] and redis.call('EXISTS', hold) == 1 then
+  return 'HELD ' .. redis.call('PTTL', hold)
+end
+`
+
+// holdScript asks the writer of the live copy to pause (see keys.hold), if
+// that copy is still of generation ARGV[1]: it sets the hold, KEYS[2], to
+// the reader's token ARGV[2] for ARGV[3] ms, taking over another reader's
+// hold, which is as good. KEYS[1] is the meta hash. It answers the copy's
+// sequence, or raises TBGEN for another copy. A reader renews the hold as
+// it reads; one that stops leaves it to expire.
+var holdScript = newScript(`
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return redis.error_reply('TBGEN') end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+return redis.call('HGET', KEYS[1], 'seq')
+`)
+
+// unholdScript ends a reader's hold, KEYS[1], if it is still the token
+// ARGV[1]'s: a hold another reader took over is left to that reader.
+var unholdScript = newScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 'OK'
 `)
 

@@ -59,7 +59,7 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 		{seq: 18, counters: block(0, 128, 8), hasTallies: true, tallies: tallies(0, 6)},
 	})
 	assert.Equal(t, []any{uint64(10), uint64(18), uint64(3), "me", claimTTL.Milliseconds()}, args[:5], "from, to, generation, claim")
-	assert.Equal(t, []string{"{s}:meta", "{s}:owner", "{s}:g3:l0:p0", "{s}:g3:l1:p0"}, keys, "each part named once")
+	assert.Equal(t, []string{"{s}:meta", "{s}:owner", "{s}:g3:l0:p0", "{s}:g3:l1:p0", "{s}:hold"}, keys, "each part named once, and the hold last")
 	operations, checked := ops(t, args)
 	assert.Equal(t, [][]any{
 		{"c", 3, 1, uint64(64), []byte{3, 3}}, // the write of change 11, carrying change 14's bytes

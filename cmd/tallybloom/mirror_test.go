@@ -484,6 +484,7 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Equal(t, file.Seed, held.Seed)
 	assert.Empty(t, held.Writer, "a push gives the name up")
 	assert.Zero(t, held.Pending, "the other writer's copy, left unfinished, gave way to this one")
+	assert.Empty(t, held.Reader, "no reader holds the copy")
 	// The copy's sub-filters are the file's, but for what Redis does not
 	// keep: the error rate each was built for and the estimate of keys.
 	want := file.SubFilters
@@ -498,6 +499,16 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Regexp(t, `\n0 +0\.\. +1000 +3 +0% +[0-9.e-]+ +[0-9.]+ KiB\n`, out)
 	local, _, _ = tallybloom(t, "stats", path)
 	assert.Regexp(t, `\n0 +0\.\. +1000 +3 +0% +[0-9.e-]+ \(built for [0-9.e-]+\) +[0-9.]+ KiB\n`, local)
+
+	// A reader in the middle of a Restore holds the copy.
+	require.NoError(t, c.Set(ctx, "{taken}:hold", "reader.example pid 7 8899aabbccddeeff", time.Minute).Err())
+	out, errOut, code = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `\nheld +by reader\.example pid 7, reading the whole copy \(its hold lasts (5[0-9]\.[0-9]s|1m0s) unless renewed\): the writer ships no change meanwhile\n`, out)
+	out, _, _ = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
+	require.NoError(t, json.Unmarshal([]byte(out), &held))
+	assert.Equal(t, "reader.example pid 7", held.Reader)
+	assert.Greater(t, held.ReaderForMS, int64(50_000))
 
 	_, errOut, code = tallybloom(t, "mirror", "stats", "--redis", s.URL(), "--name", "nothing")
 	assert.Equal(t, 2, code)

@@ -23,6 +23,8 @@ type copyJSON struct {
 	Writer      string `json:"writer"`
 	WriterForMS int64  `json:"writer_for_ms"`
 	Pending     uint64 `json:"pending_generation"`
+	Reader      string `json:"reader,omitempty"`
+	ReaderForMS int64  `json:"reader_for_ms,omitempty"`
 	paramsJSON
 	Count        uint64 `json:"count"`
 	CounterBytes uint64 `json:"counter_bytes"`
@@ -57,6 +59,7 @@ func (m memoryJSON) warnings(counters uint64) []string {
 func copyOf(name string, d mirror.Description) copyJSON {
 	j := copyJSON{Name: name, Live: d.Live, Generation: d.Generation, Seq: d.Seq, PartBytes: d.PartBytes,
 		Writer: d.Writer, WriterForMS: d.WriterFor.Milliseconds(), Pending: d.Pending,
+		Reader: d.Reader, ReaderForMS: d.ReaderFor.Milliseconds(),
 		paramsJSON: paramsOf(d.Config), SubFilters: []subFilterJSON{}, chainJSON: chainOf(d.Config, len(d.SubFilters))}
 	for _, sub := range d.SubFilters {
 		j.Count += sub.Count
@@ -82,7 +85,8 @@ func mirrorStatsCommand() *cobra.Command {
 		Long: `Show the copy Redis holds under NAME (its generation, the sequence of the
 last change it holds, its parameters and a table of its sub-filters), the
 process that writes its copies (whose claim on the name expires unless
-renewed), a copy being written, if there is one, and the memory of the
+renewed), a copy being written, if there is one, a reader that holds the
+copy while it reads it whole (a mirror pull, say), and the memory of the
 Redis server that holds it: it warns of a maxmemory-policy that may evict
 the copy's parts, and of too little room left for a full copy beside it.
 A name Redis holds nothing of is an error.`,
@@ -123,6 +127,10 @@ func printCopyTo(out io.Writer, c copyJSON) {
 	fmt.Fprintf(w, "writer\t%s\n", writer)
 	if c.Pending != 0 {
 		fmt.Fprintf(w, "pending\ta copy of generation %d, not yet live\n", c.Pending)
+	}
+	if c.Reader != "" {
+		fmt.Fprintf(w, "held\tby %s, reading the whole copy (its hold lasts %s unless renewed): the writer ships no change meanwhile\n",
+			c.Reader, (time.Duration(c.ReaderForMS) * time.Millisecond).Round(100*time.Millisecond))
 	}
 	if !c.Live {
 		fmt.Fprintf(w, "copy\tnone live\n")

@@ -1,0 +1,167 @@
+//go:build unix
+
+package mirror
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tallybloom/tallybloom/engine"
+	"github.com/tallybloom/tallybloom/internal/redistest"
+)
+
+// TestReadersHoldTheCopyOfAWriterThatNeverPauses: a writer that ships a
+// change before every read of its copy sends a Pull or a Restore of a copy
+// read in many calls back to the start, as often as it reads. From its
+// third read the reader holds the copy (keys.hold): the writer queues its
+// changes instead of shipping them, and what the reader returns is the
+// copy at the sequence it held, exactly. When the read ends, so does the
+// hold, and the writer ships what it queued.
+func TestReadersHoldTheCopyOfAWriterThatNeverPauses(t *testing.T) {
+	t.Parallel()
+	eachRedis(t, testReadersHoldTheCopyOfAWriterThatNeverPauses)
+}
+
+// existsScript answers whether KEYS[1] exists.
+var existsScript = newScript(`return redis.call('EXISTS', KEYS[1])`)
+
+func testReadersHoldTheCopyOfAWriterThatNeverPauses(t *testing.T, base Redis) {
+	for i, reader := range wholeReaders(t, "busy") {
+		t.Run(reader.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			f, m, next := shipped(t, ctx, base, "busy", engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 48 + uint64(i)}, smallParts, 5_000)
+			require.Greater(t, parts(f.Stats().CounterBytes, smallParts.PartBytes), uint64(2*readRanges), "a copy read in several calls")
+
+			var atHold atomic.Pointer[engine.Snapshot]
+			var holds, shippedBefore, heldBack atomic.Int32
+			r := callHook{base, func(s *Script, _ []string) {
+				switch s {
+				case holdScript:
+					holds.Add(1)
+					if atHold.Load() == nil {
+						// Every change so far was shipped (the Flush
+						// before the last read): this is Redis's copy.
+						snap, err := f.Snapshot()
+						assert.NoError(t, err)
+						atHold.Store(snap)
+					}
+				case readScript:
+					// A change before every read, shipped unless held.
+					addKeysInHook(t, f, &next, 1)
+					shortly, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+					defer stop()
+					if err := m.Flush(shortly); err == nil {
+						shippedBefore.Add(1)
+					} else {
+						assert.ErrorIs(t, err, context.DeadlineExceeded)
+						heldBack.Add(1)
+					}
+				}
+			}}
+			remote, err := reader.read(ctx, r)
+			require.NoError(t, err)
+			assert.Positive(t, holds.Load(), "the reader held the copy")
+			assert.GreaterOrEqual(t, shippedBefore.Load(), int32(holdAfter), "the reads before the hold were sent back by changes shipped")
+			assert.Positive(t, heldBack.Load(), "the writer shipped nothing while held")
+			require.NotNil(t, atHold.Load())
+			requireSameSnapshot(t, atHold.Load(), remote)
+			assert.Less(t, remote.MemSeq(), f.Stats().MemSeq, "changes made during the hold are not in the copy read")
+
+			// The hold ended with the read: the queued changes ship.
+			held, err := base.Eval(ctx, existsScript, true, []string{keys{"busy"}.hold()})
+			require.NoError(t, err)
+			assert.EqualValues(t, 0, held, "the reader ended its hold")
+			require.NoError(t, m.Flush(ctx))
+			requireSame(t, ctx, base, "busy", f)
+		})
+	}
+}
+
+// TestAHoldItsReaderLeftExpires: a reader that stops without ending its
+// hold (a process killed mid-read) holds its writer back only until the
+// hold expires; a switch to a new copy waits for it as shipping does, and
+// the live copy stays as it was meanwhile.
+func TestAHoldItsReaderLeftExpires(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartServer(t)
+	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, m, next := shipped(t, ctx, base, "left", engine.Config{Capacity: 10_000, ErrorRate: 0.01, Seed: 51}, nil, 100)
+	k := keys{"left"}
+	before, err := readMeta(ctx, base, k)
+	require.NoError(t, err)
+
+	require.NoError(t, raw.Set(ctx, k.hold(), "gone.example pid 8 0123456789abcdef", 700*time.Millisecond).Err())
+	d, err := Describe(ctx, base, "left")
+	require.NoError(t, err)
+	assert.Equal(t, "gone.example pid 8", d.Reader, "Describe names the reader that holds the copy")
+	assert.Positive(t, d.ReaderFor)
+	addKeys(t, f, &next, 1)
+	shortly, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	require.ErrorIs(t, m.Flush(shortly), context.DeadlineExceeded, "held: the change waits")
+	assert.True(t, m.Stats().Held, "the mirror says why it waits")
+	require.NoError(t, m.Flush(ctx), "shipped once the hold expired")
+	assert.False(t, m.Stats().Held)
+	requireSame(t, ctx, base, "left", f)
+
+	// A full copy's switch waits for a hold too (Push's, once the Mirror
+	// gives the name up).
+	require.NoError(t, m.Close())
+	require.NoError(t, raw.Set(ctx, k.hold(), "another reader gone", time.Minute).Err())
+	live, err := readMeta(ctx, base, k)
+	require.NoError(t, err)
+	require.Greater(t, live.seq, before.seq)
+	shortly, stop = context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	require.ErrorIs(t, push(shortly, f, base, "left", nil), context.DeadlineExceeded, "the switch waits for the hold")
+	still, err := readMeta(ctx, base, k)
+	require.NoError(t, err)
+	assert.Equal(t, live.gen, still.gen, "the live copy stays while held")
+	require.NoError(t, raw.Del(ctx, k.hold()).Err())
+	require.NoError(t, push(ctx, f, base, "left", nil))
+	requireSame(t, ctx, base, "left", f)
+}
+
+// TestAReaderRenewsItsHold: a read of a copy that takes longer than a
+// hold lasts renews the hold as it goes, so that its writer, which ships
+// a change before every read the moment the hold lapses, stays held to
+// the end.
+func TestAReaderRenewsItsHold(t *testing.T) {
+	t.Parallel()
+	base := dial(t, redistest.StartServer(t).URL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, m, next := shipped(t, ctx, base, "long", engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 52}, smallParts, 5_000)
+	const ttl = 300 * time.Millisecond
+	reads, renewals := 0, 0
+	r := callHook{base, func(s *Script, _ []string) {
+		switch s {
+		case holdScript:
+			renewals++
+		case readScript:
+			reads++
+			time.Sleep(ttl / 2)
+			addKeys(t, f, &next, 1)
+			shortly, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer stop()
+			assert.ErrorIs(t, m.Flush(shortly), context.DeadlineExceeded, "read %d: the writer is held", reads)
+		}
+	}}
+	at, err := f.Snapshot()
+	require.NoError(t, err)
+	rd := &reader{r: r, k: keys{"long"}, token: "a reader", ttl: ttl, wants: true}
+	defer rd.unhold()
+	remote, err := rd.pull(ctx)
+	require.NoError(t, err)
+	require.Greater(t, time.Duration(reads)*ttl/2, ttl, "the read outlasted a hold")
+	assert.Greater(t, renewals, 1, "the hold was renewed")
+	requireSameSnapshot(t, at, remote)
+}
