@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tallybloom/tallybloom/counting"
+	"github.com/tallybloom/tallybloom/mmapfile"
 	"github.com/tallybloom/tallybloom/scaling"
 	"github.com/tallybloom/tallybloom/seqno"
 )
@@ -96,6 +97,12 @@ func (f *Filter) commitLocked() error {
 	if c.published {
 		f.mu.liveSlot = 1 - f.mu.liveSlot
 		f.seenDirSeq.Store(gen)
+		if f.populateNew {
+			for _, sp := range c.allocated {
+				f.populating.Add(1)
+				go f.populateInBackground(sp.region)
+			}
+		}
 	}
 	if len(f.mu.feed) == 0 && len(c.dropped) == 0 {
 		// A plain change: nothing is left that can fail or call out, and
@@ -133,6 +140,11 @@ func (f *Filter) announceLocked() uint64 {
 // giveBackLocked gives back the room of sub-filters a committed change
 // retired, and unmaps it once no reader can reach it.
 func (f *Filter) giveBackLocked(dropped []*scaling.SubFilter) error {
+	// A sub-filter retired while it is still being populated would have
+	// pages of its room brought back, and written back, after the room is
+	// released: wait for the populates first (seldom: only a sub-filter
+	// opened moments ago can still be populating).
+	f.populating.Wait()
 	var errs []error
 	for _, sub := range dropped {
 		sp := spaceOf(sub)
@@ -371,6 +383,16 @@ func (f *Filter) DropBefore(id uint64) (int, error) {
 		return len(dropped), fmt.Errorf("engine: %s: retired %d sub-filters but could not give their room back: %w", f.path, len(dropped), err)
 	}
 	return len(dropped), nil
+}
+
+// populateInBackground readies a sub-filter a committed change opened
+// (Options.PopulateNewSubFilters). The region's own lock keeps it from
+// being unmapped or vacated meanwhile, so a Close waits for it, and one
+// that comes after a Close finds the region gone and does nothing. A
+// refusal leaves the adds to fault the pages in.
+func (f *Filter) populateInBackground(r *mmapfile.Region) {
+	defer f.populating.Done()
+	_ = r.Populate()
 }
 
 // Populate readies every page of the newest sub-filter, the one adds go

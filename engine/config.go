@@ -282,6 +282,22 @@ type Options struct {
 	// only Flush and Close flush.
 	FlushWhenIdle time.Duration
 
+	// PopulateNewSubFilters readies each sub-filter the chain opens for
+	// adds, as Filter.Populate readies the newest, in the background as
+	// soon as the change that opened it has committed: the adds that
+	// follow then do not fault its pages in one at a time at their first
+	// stores (two faults a page, each of several µs: docs/PERFORMANCE.md,
+	// New filters). For a writer whose chain grows as its adds go on,
+	// where the first seconds of each new sub-filter's adds would
+	// otherwise pay for those faults. The costs are Populate's: the new
+	// sub-filter's whole room comes into memory at once, and is written
+	// back whole; Close waits for a populate in progress. The sub-filters
+	// a filter has when Create, Import or Open returns are not populated
+	// (call Populate for the newest). A populate the system refuses (no
+	// memory for the pages) leaves the adds to fault the pages in; it is
+	// not an error of any call. A reader ignores it. Default false.
+	PopulateNewSubFilters bool
+
 	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
 	// inject faults.
 	OpenFile mmapfile.OpenFunc

@@ -28,8 +28,13 @@ type Filter struct {
 	hasher     counting.Hasher
 	readOnly   bool
 	largePages bool
-	recovered  bool
-	boot       seqno.BootID
+	// populateNew: Options.PopulateNewSubFilters, in a writer, once
+	// Create, Import or Open has built or opened the chain; populating
+	// counts the populates it started that have not ended.
+	populateNew bool
+	populating  sync.WaitGroup
+	recovered   bool
+	boot        seqno.BootID
 
 	file    *mmapfile.File
 	header  *mmapfile.Region
@@ -191,6 +196,7 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 		_ = os.Remove(building)
 		return nil, err
 	}
+	f.populateNew = o.PopulateNewSubFilters && !f.readOnly
 	f.startFlushingWhenIdle(o.FlushWhenIdle)
 	return f, dirsync.Of(path)
 }
@@ -309,6 +315,7 @@ func Open(path string, opts *Options) (*Filter, error) {
 		_ = file.Close()
 		return nil, err
 	}
+	f.populateNew = o.PopulateNewSubFilters && !f.readOnly
 	f.startFlushingWhenIdle(o.FlushWhenIdle)
 	return f, nil
 }
