@@ -24,7 +24,10 @@
 // the mutex between two changes, so what they report holds whole changes;
 // Snapshot takes it for all of its copy. With Options.FlushWhenIdle a
 // goroutine of the filter's own flushes it, under the same mutex, once
-// changes pause; Close ends it. On Unix, Close may run while
+// changes pause; Close ends it. With Options.PopulateNewSubFilters a
+// goroutine populates each sub-filter the chain opens, without the mutex;
+// Close and a DropBefore that retires sub-filters wait for it. On Unix,
+// Close may run while
 // lookups do: a lookup that overlaps it may miss, and none reads the
 // released file; calls that begin after it return ErrClosed, or false.
 // Elsewhere lookups must end before Close.
