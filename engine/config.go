@@ -291,11 +291,12 @@ type Options struct {
 	// where the first seconds of each new sub-filter's adds would
 	// otherwise pay for those faults. The costs are Populate's: the new
 	// sub-filter's whole room comes into memory at once, and is written
-	// back whole; Close waits for a populate in progress. The sub-filters
-	// a filter has when Create, Import or Open returns are not populated
-	// (call Populate for the newest). A populate the system refuses (no
-	// memory for the pages) leaves the adds to fault the pages in; it is
-	// not an error of any call. A reader ignores it. Default false.
+	// back whole; Close, and a DropBefore that retires sub-filters, wait
+	// for a populate in progress. The sub-filters a filter has when
+	// Create, Import or Open returns are not populated (call Populate for
+	// the newest). A populate the system refuses (no memory for the pages)
+	// leaves the adds to fault the pages in; it is not an error of any
+	// call. A reader ignores it. Default false.
 	PopulateNewSubFilters bool
 
 	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
