@@ -407,8 +407,9 @@ func (f *Filter) populateInBackground(r *mmapfile.Region) {
 // that fills over weeks. Changes wait while it runs (0.3 to 0.4 s for
 // the 750 MB of a filter built for 64M keys, in that measure); lookups
 // do not. A sub-filter opened later is not populated: call Populate again
-// once it has opened. A read-only filter gets ErrReadOnly, a closed one
-// ErrClosed.
+// once it has opened, or open the filter with
+// Options.PopulateNewSubFilters. A read-only filter gets ErrReadOnly, a
+// closed one ErrClosed.
 func (f *Filter) Populate() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
