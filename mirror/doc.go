@@ -113,7 +113,9 @@
 // retired since. Pull and Restore, which read a copy of more than 8 MiB of
 // counters in many calls, check the sequence, so that what they return is
 // the copy at one change; a change shipped meanwhile sends them back to
-// the start. A smaller copy they read in one call.
+// the start. A smaller copy they read in one call. Restore hands the copy
+// to engine.Import as an export stream written a chunk at a time
+// (engine.WriteExport), so it never holds the filter in memory.
 //
 // A writer that never pauses for as long as such a read takes would send
 // it back every time, so from its third read a reader holds the copy: it
@@ -123,15 +125,14 @@
 // Mirror keeps its changes queued (Stats.Held) and asks again; a full
 // copy's switch waits the same way, so the live copy stays at one
 // sequence to the end of the read. A reader that dies leaves its hold to
-// expire. A hold holds the writer back for as long as the read takes, and
-// changes made meanwhile wait in its queue, or, past the queue's bound,
-// in the blocks it marks for the next copy; Describe and tallybloom
-// mirror stats name the reader. The key is new in this format and
-// changes no byte of a copy: a writer built before it ignores a hold,
-// and a reader built before it takes none.
-// Restore hands the copy to engine.Import as an export stream written a
-// chunk at a time (engine.WriteExport), so it never holds the filter in
-// memory.
+// expire; a Redis that does not take a hold (a replica, one out of
+// memory, a user its ACL lets only read) is read without one. A hold
+// holds the writer back for as long as the read takes, and changes made
+// meanwhile wait in its queue, or, past the queue's bound, in the blocks
+// it marks for the next copy; Describe and tallybloom mirror stats name
+// the reader. The key is new in this format and changes no byte of a
+// copy: a writer built before it ignores a hold, and a reader built
+// before it takes none.
 //
 // # Concurrency
 //

@@ -66,7 +66,7 @@ var (
 	// hold the copy, and its writer queues its changes until they have
 	// read it. They give up with this error, after about 1.3 s, only
 	// where the hold cannot be had (Redis refuses the write: a replica,
-	// or one out of memory) or is not honoured (a writer built before
+	// one out of memory, a user its ACL lets only read) or is not honoured (a writer built before
 	// holds, or a process other than a Mirror or Push changing the copy).
 	ErrCopyChanging = errors.New("mirror: the copy kept changing under the read")
 )

@@ -165,3 +165,46 @@ func TestAReaderRenewsItsHold(t *testing.T) {
 	assert.Greater(t, renewals, 1, "the hold was renewed")
 	requireSameSnapshot(t, at, remote)
 }
+
+// TestAReadWithoutAHold: a Redis that will not take a hold, a replica or
+// a user whose ACL lets it only read, is read without one, as before
+// there were holds, not refused: a whole read of a writer that pauses
+// succeeds there.
+func TestAReadWithoutAHold(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartServer(t)
+	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, _, _ := shipped(t, ctx, base, "ro", engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 53}, smallParts, 5_000)
+	require.NoError(t, raw.Do(ctx, "ACL", "SETUSER", "reader", "on", ">secret", "~*", "+@read", "+@scripting", "-@write").Err())
+	require.NoError(t, raw.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err()) // a replica syncs at once
+	replica := redistest.StartServer(t, "--replicaof", "127.0.0.1", s.Addr()[len("127.0.0.1:"):])
+	replicated := redistest.Client(t, replica)
+	require.Eventually(t, func() bool {
+		return replicated.HGet(ctx, keys{"ro"}.meta(), "seq").Val() == raw.HGet(ctx, keys{"ro"}.meta(), "seq").Val()
+	}, 10*time.Second, 10*time.Millisecond, "the replica has the copy")
+
+	for name, r := range map[string]Redis{
+		"read-only user": dial(t, "redis://reader:secret@"+s.Addr(), false),
+		"replica":        dial(t, replica.URL(), false),
+	} {
+		t.Run(name, func(t *testing.T) {
+			rd := &reader{r: r, k: keys{"ro"}, token: "a reader", ttl: time.Second, wants: true}
+			meta, err := readMeta(ctx, r, rd.k)
+			require.NoError(t, err)
+			got, err := rd.hold(ctx, meta)
+			require.NoError(t, err, "no hold, and no failure")
+			assert.Zero(t, rd.held)
+			assert.False(t, rd.wants, "not asked again")
+			assert.Equal(t, meta, got)
+			assert.Zero(t, raw.Exists(ctx, rd.k.hold()).Val())
+
+			remote, err := rd.pull(ctx)
+			require.NoError(t, err)
+			local, err := f.Snapshot()
+			require.NoError(t, err)
+			requireSameSnapshot(t, local, remote)
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tallybloom/tallybloom/engine"
@@ -83,22 +82,21 @@ func readWhole[T any](ctx context.Context, r Redis, k keys, once func(*reader) (
 
 // hold asks the writer of the copy meta describes to pause, if this read
 // wants it, and returns the copy's meta hash as of then: a change shipped
-// since meta was read is in it. A Redis that refuses to be written (a
-// replica, or one out of memory) is read without a hold, as before there
-// were holds.
+// since meta was read is in it. A Redis that does not take the hold (a
+// replica, one out of memory, a user its ACL lets only read) is read
+// without one, as before there were holds; a Redis that does not answer
+// fails the read that follows.
 func (rd *reader) hold(ctx context.Context, meta copyMeta) (copyMeta, error) {
 	if !rd.wants || rd.held == meta.gen {
 		return meta, nil
 	}
 	seq, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, meta.gen, rd.token, rd.ttl.Milliseconds())
-	switch {
-	case copyChanged(err) != nil:
-		return meta, copyChanged(err)
-	case err != nil && (strings.Contains(err.Error(), "READONLY") || errors.Is(err, ErrRedisFull)):
+	if changed := copyChanged(err); changed != nil {
+		return meta, changed
+	}
+	if err != nil {
 		rd.wants = false
 		return meta, nil
-	case err != nil:
-		return meta, readError(err)
 	}
 	rd.held, rd.renewed = meta.gen, time.Now()
 	if s, ok := seq.(string); ok && s == strconv.FormatUint(meta.seq, 10) {
@@ -112,13 +110,15 @@ func (rd *reader) renew(ctx context.Context) error {
 	if rd.held == 0 || time.Since(rd.renewed) < rd.ttl/4 {
 		return nil
 	}
-	if _, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, rd.held, rd.token, rd.ttl.Milliseconds()); err != nil {
-		if changed := copyChanged(err); changed != nil {
-			return changed
-		}
-		return readError(err)
+	_, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, rd.held, rd.token, rd.ttl.Milliseconds())
+	if changed := copyChanged(err); changed != nil {
+		return changed
 	}
-	rd.renewed = time.Now()
+	// A renewal Redis did not take lets the hold lapse, and a change then
+	// shipped sends the read back; a Redis gone fails the read itself.
+	if err == nil {
+		rd.renewed = time.Now()
+	}
 	return nil
 }
 
