@@ -208,3 +208,31 @@ func TestAReadWithoutAHold(t *testing.T) {
 		})
 	}
 }
+
+// TestAHeldWriterAsksWithoutItsBatch: while a reader holds the copy, the
+// writer asks whether the hold is gone with a call that carries nothing,
+// and sends its batch again only once it is.
+func TestAHeldWriterAsksWithoutItsBatch(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartServer(t)
+	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ships, asks atomic.Int32
+	counted := callHook{base, func(s *Script, _ []string) {
+		switch s {
+		case shipScript:
+			ships.Add(1)
+		case holdTTLScript:
+			asks.Add(1)
+		}
+	}}
+	f, m, next := shipped(t, ctx, counted, "asks", engine.Config{Capacity: 10_000, ErrorRate: 0.01, Seed: 54}, nil, 100)
+	require.NoError(t, raw.Set(ctx, keys{"asks"}.hold(), "a reader", 600*time.Millisecond).Err())
+	ships.Store(0)
+	addKeys(t, f, &next, 10)
+	require.NoError(t, m.Flush(ctx))
+	assert.Equal(t, int32(2), ships.Load(), "the batch, once held and once shipped")
+	assert.GreaterOrEqual(t, asks.Load(), int32(3), "asked at most every 100 ms through the 600 ms hold")
+	requireSame(t, ctx, base, "asks", f)
+}

@@ -1172,10 +1172,7 @@ func (m *Mirror) ship(batch []change) error {
 	if held {
 		// A reader holds the copy (see keys.hold): the batch waits,
 		// queued, and the changes after it queue behind it.
-		select {
-		case <-m.stop:
-		case <-time.After(wait):
-		}
+		m.waitOutHold(wait)
 		return nil
 	}
 	switch {
@@ -1216,6 +1213,23 @@ func (m *Mirror) ship(batch []change) error {
 	// Redis lost the copy, holds another, or is elsewhere.
 	m.needCopyNow(fmt.Sprintf("Redis's copy is not the one shipped to (%s)", code))
 	return fmt.Errorf("%w (%s); copying in full", errNotLive, code)
+}
+
+// waitOutHold waits, after a batch found a reader holding the copy, until
+// the hold is gone (or Redis does not say), or the mirror closes: it asks
+// with holdTTLScript, a call that carries nothing, where sending the
+// batch again each time would carry all of it.
+func (m *Mirror) waitOutHold(wait time.Duration) {
+	for held := true; held; {
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(wait):
+		}
+		answer, err := m.r.Eval(m.ctx, holdTTLScript, false, []string{m.keys.hold()})
+		wait, held = heldFor(answer)
+		held = held && err == nil
+	}
 }
 
 // shipArgs builds shipScript's keys and arguments for batch.

@@ -238,6 +238,13 @@ if hold ~= KEYS[1] and redis.call('EXISTS', hold) == 1 then
 end
 `
 
+// holdTTLScript answers as heldLua does whether KEYS[1], the hold,
+// exists: HELD and its time to live in ms, or OK.
+var holdTTLScript = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'HELD ' .. redis.call('PTTL', KEYS[1]) end
+return 'OK'
+`)
+
 // holdScript asks the writer of the live copy to pause (see keys.hold), if
 // that copy is still of generation ARGV[1]: it sets the hold, KEYS[2], to
 // the reader's token ARGV[2] for ARGV[3] ms, taking over another reader's
