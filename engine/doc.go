@@ -18,17 +18,16 @@
 //
 // Within a process, any number of goroutines may call Contains,
 // ContainsBatch and Stats while changes run; changes (Add, Remove,
-// TestAndAdd, AddBatch, RemoveBatch, DropBefore, Flush) are serialized by
-// a mutex. Contains and ContainsBatch take no lock. In the writing
-// process, Stats, each 1 MiB piece of CopyCounters and each CopySpans take
-// the mutex between two changes, so what they report holds whole changes;
-// Snapshot takes it for all of its copy. With Options.FlushWhenIdle a
-// goroutine of the filter's own flushes it, under the same mutex, once
-// changes pause; Close ends it. With Options.PopulateNewSubFilters a
-// goroutine populates each sub-filter the chain opens, without the mutex;
-// Close and a DropBefore that retires sub-filters wait for it. On Unix,
-// Close may run while
-// lookups do: a lookup that overlaps it may miss, and none reads the
+// TestAndAdd, AddBatch, RemoveBatch, DropBefore, Flush) are serialized by a
+// mutex. Contains and ContainsBatch take no lock. In the writing process,
+// Stats, each 1 MiB piece of CopyCounters and each CopySpans take the mutex
+// between two changes, so what they report holds whole changes; Snapshot
+// takes it for all of its copy. With Options.FlushWhenIdle a goroutine of
+// the filter's own flushes it, under the same mutex, once changes pause;
+// Close ends it. With Options.PopulateNewSubFilters a goroutine populates
+// each sub-filter the chain opens, without the mutex; Close and a
+// DropBefore that retires sub-filters wait for it. On Unix, Close may run
+// while lookups do: a lookup that overlaps it may miss, and none reads the
 // released file; calls that begin after it return ErrClosed, or false.
 // Elsewhere lookups must end before Close.
 //
