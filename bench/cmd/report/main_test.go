@@ -302,12 +302,12 @@ func TestTheLookupReasonQuotesThePageWalkOnlyWhereItShowed(t *testing.T) {
 		return reasons
 	}
 	walked := reason(190, 180)
-	require.Contains(t, walked, "190 ns a lookup with 4 KiB pages against 180 with 2 MiB pages in this run, the page walk that a 4 KiB page adds")
+	require.Contains(t, walked, "190 ns a lookup with 4 KiB pages against 180 with 2 MiB pages in this run: the difference is the page walk that a 4 KiB page adds")
 	require.NotContains(t, walked, "did not show")
 
 	unwalked := reason(177, 183)
 	require.Contains(t, unwalked, "177 ns a lookup with 4 KiB pages against 183 with 2 MiB pages in this run: the page walk that a 4 KiB page adds to nearly every lookup at this size did not show")
-	require.NotContains(t, unwalked, "in this run, the page walk")
+	require.NotContains(t, unwalked, "the difference is the page walk")
 }
 
 // Whether LargePages took decides what its rows measure: the Machine
