@@ -32,6 +32,14 @@ func TestNewSubFiltersArePopulatedWhenAsked(t *testing.T) {
 	cfg := Config{Capacity: capacity, ErrorRate: 0.01, Growth: 16, Seed: 71}
 	pages := func(sp *space) int { return (len(sp.region.Bytes()) + os.Getpagesize() - 1) / os.Getpagesize() }
 
+	plain := newTestFilter(t, cfg)
+	second := openSecondSubFilter(t, plain, capacity)
+	plain.populating.Wait()
+	if n := residentPages(t, second.region.Bytes()); 2*n > pages(second) {
+		t.Skipf("the page cache holds %d of %d pages of a sub-filter one add stored into: this file system keeps new files' pages in memory, and the test cannot see what it checks", n, pages(second))
+	}
+	assert.Less(t, residentPages(t, second.region.Bytes()), 10, "without the option, the pages one add stores into")
+
 	asked, err := Create(tempPath(t), cfg, &Options{PopulateNewSubFilters: true})
 	require.NoError(t, err)
 	defer asked.Close()
@@ -41,15 +49,10 @@ func TestNewSubFiltersArePopulatedWhenAsked(t *testing.T) {
 	// change (128 KiB), so that its pages come in only as adds touch them.
 	require.Greater(t, asked.chain.SubFilters()[0].Geometry.Bytes(), uint64(128<<10))
 	assert.Less(t, residentPages(t, first.region.Bytes()), pages(first), "the first sub-filter, which Create made, is not populated")
-	second := openSecondSubFilter(t, asked, capacity)
+	second = openSecondSubFilter(t, asked, capacity)
 	asked.populating.Wait()
 	assert.Equal(t, pages(second), residentPages(t, second.region.Bytes()), "the new sub-filter is in memory whole")
 	require.Greater(t, pages(second), 200, "a sub-filter of many pages")
-
-	plain := newTestFilter(t, cfg)
-	second = openSecondSubFilter(t, plain, capacity)
-	plain.populating.Wait()
-	assert.Less(t, residentPages(t, second.region.Bytes()), 10, "without the option, the pages one add stores into")
 
 	// Open takes the option too.
 	path := asked.path
