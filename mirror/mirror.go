@@ -1052,8 +1052,15 @@ func largest(subs []engine.SubFilterStats) uint64 {
 // live, and deletes old.
 func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, gen, seq uint64) error {
 	keys := append(append([]string{k.meta(), k.pending(), k.owner()}, k.copyParts(old)...), k.hold())
-	answer, err := r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
-	for wait, held := heldFor(answer); err == nil && held; wait, held = heldFor(answer) {
+	args := append([]any{gen, seq}, who.args()...)
+	var err error
+	for {
+		var answer any
+		answer, err = r.Eval(ctx, switchScript, false, keys, args...)
+		wait, held := heldFor(answer)
+		if err != nil || !held {
+			break
+		}
 		// A reader holds the live copy (see keys.hold): the switch waits
 		// for it, as the changes after the copy's sequence wait, queued.
 		select {
@@ -1061,7 +1068,6 @@ func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, g
 			return ctx.Err()
 		case <-time.After(wait):
 		}
-		answer, err = r.Eval(ctx, switchScript, false, keys, append([]any{gen, seq}, who.args()...)...)
 	}
 	switch {
 	case claimedByAnother(err):

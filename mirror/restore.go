@@ -90,7 +90,7 @@ func (rd *reader) hold(ctx context.Context, meta copyMeta) (copyMeta, error) {
 	if !rd.wants || rd.held == meta.gen {
 		return meta, nil
 	}
-	seq, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, meta.gen, rd.token, rd.ttl.Milliseconds())
+	seq, err := rd.setHold(ctx, meta.gen)
 	if changed := copyChanged(err); changed != nil {
 		return meta, changed
 	}
@@ -110,7 +110,7 @@ func (rd *reader) renew(ctx context.Context) error {
 	if rd.held == 0 || time.Since(rd.renewed) < rd.ttl/4 {
 		return nil
 	}
-	_, err := rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, rd.held, rd.token, rd.ttl.Milliseconds())
+	_, err := rd.setHold(ctx, rd.held)
 	if changed := copyChanged(err); changed != nil {
 		return changed
 	}
@@ -120,6 +120,12 @@ func (rd *reader) renew(ctx context.Context) error {
 		rd.renewed = time.Now()
 	}
 	return nil
+}
+
+// setHold sets, or renews, the reader's hold on the copy of generation
+// gen (holdScript), and answers the copy's sequence.
+func (rd *reader) setHold(ctx context.Context, gen uint64) (any, error) {
+	return rd.r.Eval(ctx, holdScript, false, []string{rd.k.meta(), rd.k.hold()}, gen, rd.token, rd.ttl.Milliseconds())
 }
 
 // unhold ends the reader's hold, if it took one, waiting for Redis a
