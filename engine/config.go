@@ -305,8 +305,9 @@ type Options struct {
 
 	// BootID names the current boot, to tell a process crash (recovered
 	// exactly) from a machine crash (ErrUnclean). Default
-	// seqno.CurrentBootID, which reads the kernel's boot id on Linux;
-	// elsewhere a file left dirty always counts as a machine crash.
+	// seqno.CurrentBootID: the kernel's boot id on Linux, the boot session
+	// UUID on macOS, the kernel's boot time on the BSDs; elsewhere there is
+	// none, and a file left dirty always counts as a machine crash.
 	BootID func() (seqno.BootID, error)
 }
 

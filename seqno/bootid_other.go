@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin && !dragonfly && !freebsd && !netbsd && !openbsd
 
 package seqno
 

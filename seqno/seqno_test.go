@@ -39,6 +39,24 @@ func TestOutcome(t *testing.T) {
 		"without a boot id a dirty file is never assumed whole")
 }
 
+func TestBootTimeIDTellsBootsApart(t *testing.T) {
+	first, err := bootTimeID(1764547200, 123456)
+	require.NoError(t, err)
+	again, err := bootTimeID(1764547200, 123456)
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "one boot, one id")
+	assert.NotEqual(t, BootID{}, first, "a clean state's boot is zero; a dirty one's never is")
+	for _, later := range [][2]int64{{1764547200, 123457}, {1764547201, 123456}, {1764547200, 999_999_999}} {
+		id, err := bootTimeID(later[0], later[1])
+		require.NoError(t, err)
+		assert.NotEqual(t, first, id, "a boot that began at %d.%d", later[0], later[1])
+	}
+	for _, bad := range [][2]int64{{0, 0}, {0, 5}, {-1, 0}, {1764547200, -1}} {
+		_, err := bootTimeID(bad[0], bad[1])
+		assert.ErrorIs(t, err, ErrNoBootID, "boot time %v", bad)
+	}
+}
+
 func TestParseBootID(t *testing.T) {
 	id, err := ParseBootID("0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9\n")
 	require.NoError(t, err)

@@ -170,6 +170,24 @@ func (a *StateArea) Load() (s State, spare bool, err error) {
 	return s, true, nil
 }
 
+// bootTimeID names a boot by when it began, for kernels that keep no random
+// boot id: the seconds of the kernel's boot time (kern.boottime on macOS and
+// the BSDs) and its fraction of a second, in the unit the kernel gives it
+// (microseconds; nanoseconds on NetBSD), each as 8 little-endian bytes. Two
+// boots of a machine do not begin at the same instant, so the id is new at
+// every boot. The kernel moves its boot time when the system clock is
+// stepped (not when it is slewed), so a process killed after such a step is
+// taken for a machine crash: the safe side, as the file is then not trusted.
+func bootTimeID(sec, frac int64) (BootID, error) {
+	var id BootID
+	if sec <= 0 || frac < 0 {
+		return id, fmt.Errorf("%w: boot time %d s and %d", ErrNoBootID, sec, frac)
+	}
+	binary.LittleEndian.PutUint64(id[0:], uint64(sec))
+	binary.LittleEndian.PutUint64(id[8:], uint64(frac))
+	return id, nil
+}
+
 // ParseBootID reads a boot id in the kernel's UUID form.
 func ParseBootID(s string) (BootID, error) {
 	var id BootID
