@@ -30,7 +30,9 @@ create says what the file takes, reserved on disk at once, and with
 --holding N what it will take once N keys are added with none retired, in
 the sub-filters the chain opens for them, and what a copy in Redis takes:
 it refuses a chain that cannot hold N, and warns when the file system has
-too little room for the sub-filters still to come. --dry-run says so, and
+too little room for the sub-filters still to come, and when the file is
+larger than the dirty pages the kernel lets stay before it writes them
+back on its own (Linux; see stats). --dry-run says so, and
 how much room the directory's file system has left, and creates nothing:
 it exits 1 when the room is too little.`,
 		Args: exactArgs(1),
@@ -55,6 +57,10 @@ it exits 1 when the room is too little.`,
 			}
 			plan = append(plan, copied)
 			out := cmd.OutOrStdout()
+			if why, ok := tooLargeForWriteback(need, writebackNow()); ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", why)
+			}
+
 			if dryRun {
 				if _, err := os.Lstat(args[0]); err == nil {
 					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], plan[0])

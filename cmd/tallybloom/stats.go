@@ -36,6 +36,10 @@ type statsJSON struct {
 	// system has for it, absent where the system does not say.
 	Next      *nextJSON `json:"next_sub_filter,omitempty"`
 	FreeBytes *uint64   `json:"free_bytes,omitempty"`
+	// Writeback is the kernel's writeback thresholds, where the system
+	// says (Linux): a filter larger than its background threshold is
+	// warned of.
+	Writeback *writebackJSON `json:"writeback,omitempty"`
 }
 
 type nextJSON struct {
@@ -183,9 +187,12 @@ func statsCommand() *cobra.Command {
 		Long: `Show the parameters, a table of sub-filters (id range, capacity, count, fill,
 expected false-positive rate, bytes), the sub-filter the chain opens next
 and the room it takes (with a warning where the disk has too little), the
-sequence numbers and the file's state. Opens the file read-only: it works
-while a writer runs, and names that writer where the system says who it
-is (Linux).`,
+sequence numbers and the file's state, with a warning where the filter is
+larger than the dirty pages the kernel lets stay before it writes them back
+on its own (Linux), as a filter changed all over then waits for the disk.
+Opens the file read-only: it works while a writer runs, and names that
+writer where the system says who it is (Linux).`,
+
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})
@@ -196,6 +203,7 @@ is (Linux).`,
 			s := statsOf(args[0], f.Stats())
 			s.Writer = writerOf(args[0])
 			s.Next, s.FreeBytes = nextOf(f, filepath.Dir(args[0]))
+			s.Writeback = writebackNow()
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -230,6 +238,9 @@ func printStatsTo(out io.Writer, s statsJSON) {
 			s.Next.Level, s.Next.Capacity, s.Next.ErrorRate, bytesText(s.Next.FileBytes))
 	}
 	if why, ok := noRoomForNext(s.Next, s.FreeBytes); ok {
+		fmt.Fprintf(w, "warning\t%s\n", why)
+	}
+	if why, ok := tooLargeForWriteback(s.CounterBytes+s.PresenceBytes, s.Writeback); ok {
 		fmt.Fprintf(w, "warning\t%s\n", why)
 	}
 	printSubFiltersTo(w, s.SubFilters)
