@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const gib = 1 << 30
+// gib is typed, so that its multiples are not ints, which overflow on 32-bit
+// platforms.
+const gib uint64 = 1 << 30
 
 // machine is a root with the kernel's defaults (thresholds as ratios) and
 // 10 GiB that file pages may be dirtied in: 8 GiB free, 2 GiB of them.
@@ -35,8 +37,8 @@ func set(root fstest.MapFS, name, value string) fstest.MapFS {
 func TestRatiosOfTheMemoryPagesMayBeDirtiedIn(t *testing.T) {
 	l, ok := read(machine())
 	require.True(t, ok)
-	assert.InDelta(t, gib, float64(l.Background), 1<<10, "a tenth of 10 GiB")
-	assert.InDelta(t, 2*gib, float64(l.Hard), 1<<10, "a fifth")
+	assert.InDelta(t, float64(gib), float64(l.Background), 1<<10, "a tenth of 10 GiB")
+	assert.InDelta(t, float64(2*gib), float64(l.Hard), 1<<10, "a fifth")
 	assert.Equal(t, 30*time.Second, l.Expire)
 	assert.False(t, l.Cgroup)
 }
@@ -52,8 +54,8 @@ func TestABackgroundThresholdAboveTheHardOneIsHalfOfIt(t *testing.T) {
 	root := set(machine(), "proc/sys/vm/dirty_background_bytes", "8589934592")
 	l, ok := read(set(root, "proc/sys/vm/dirty_bytes", "2147483648"))
 	require.True(t, ok)
-	assert.Equal(t, uint64(2*gib), l.Hard)
-	assert.Equal(t, uint64(gib), l.Background, "the kernel's rule")
+	assert.Equal(t, 2*gib, l.Hard)
+	assert.Equal(t, gib, l.Background, "the kernel's rule")
 }
 
 // In a cgroup with a memory limit (a container's), the kernel works the
@@ -69,15 +71,15 @@ func TestACgroupsMemoryLimitLowersThem(t *testing.T) {
 	require.True(t, ok)
 	// 512 MiB of file pages and 512 MiB of headroom: a tenth of 10 GiB.
 	assert.True(t, l.Cgroup)
-	assert.InDelta(t, gib/10, float64(l.Background), 1<<10)
-	assert.InDelta(t, 2*gib/10, float64(l.Hard), 1<<10)
+	assert.InDelta(t, float64(gib)/10, float64(l.Background), 1<<10)
+	assert.InDelta(t, float64(2*gib)/10, float64(l.Hard), 1<<10)
 
 	// An ancestor's tighter limit holds for its children.
 	set(root, "sys/fs/cgroup/kubepods/memory.max", "1073741824")
 	set(root, "sys/fs/cgroup/kubepods/memory.current", "1006632960") // 64 MiB left
 	l, ok = read(root)
 	require.True(t, ok)
-	assert.InDelta(t, gib*576.0/10240, float64(l.Background), 1<<10, "64 MiB left and 512 MiB of file pages")
+	assert.InDelta(t, float64(gib)*576/10240, float64(l.Background), 1<<10, "64 MiB left and 512 MiB of file pages")
 
 	// No limit ("max"), or a cgroup without the memory controller: the
 	// machine's thresholds.
@@ -86,7 +88,7 @@ func TestACgroupsMemoryLimitLowersThem(t *testing.T) {
 	l, ok = read(root)
 	require.True(t, ok)
 	assert.False(t, l.Cgroup)
-	assert.InDelta(t, gib, float64(l.Background), 1<<10)
+	assert.InDelta(t, float64(gib), float64(l.Background), 1<<10)
 }
 
 func TestASystemThatDoesNotSay(t *testing.T) {
