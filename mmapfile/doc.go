@@ -5,8 +5,11 @@
 // is unmapped. Room is reserved on disk before it is mapped, so a full disk is an
 // error from [File.Reserve], not a fault on first touch.
 //
-// Unix systems are supported in full. Elsewhere files can be mapped, but
-// [File.Lock] reports [ErrUnsupported], so only read-only use works there.
+// Unix systems and Windows are supported. Windows maps a file only from
+// multiples of 64 KiB, so a region's mapping starts at the multiple below
+// it, and renames over no open file ([ReplacesOpenFiles]). Elsewhere files
+// can be mapped, but [File.Lock] reports [ErrUnsupported], so only
+// read-only use works there.
 //
 // # Concurrency
 //

@@ -16,8 +16,9 @@ import (
 	"github.com/tallybloom/tallybloom/internal/flock"
 )
 
-// OpenFunc opens the underlying file; os.OpenFile by default. Tests replace it
-// to inject faults.
+// OpenFunc opens the underlying file; by default os.OpenFile, or on Windows
+// its like that lets the open file be renamed. Tests replace it to inject
+// faults.
 type OpenFunc func(name string, flag int, perm fs.FileMode) (*os.File, error)
 
 // File is an open file whose regions can be mapped.
@@ -26,13 +27,14 @@ type File struct {
 	path     string
 	writable bool
 	locked   bool
+	closed   bool
 }
 
-// Open opens path with flag and perm through open (os.OpenFile when nil).
+// Open opens path with flag and perm through open (the default when nil).
 // Regions of a file opened without os.O_RDWR are mapped read-only.
 func Open(path string, flag int, perm fs.FileMode, open OpenFunc) (*File, error) {
 	if open == nil {
-		open = os.OpenFile
+		open = openFile
 	}
 	file, err := open(path, flag, perm)
 	if err != nil {
@@ -42,13 +44,13 @@ func Open(path string, flag int, perm fs.FileMode, open OpenFunc) (*File, error)
 }
 
 // Make makes a new file for writing, named prefix and random letters,
-// through open (os.OpenFile when nil) with mode perm, and locks it as Lock
+// through open (the default when nil) with mode perm, and locks it as Lock
 // does, making another where a process cleaning up removed it before its
 // lock (see flock.Make). Where files cannot be locked it is left unlocked,
 // and Lock says why.
 func Make(prefix string, perm fs.FileMode, open OpenFunc) (*File, error) {
 	if open == nil {
-		open = os.OpenFile
+		open = openFile
 	}
 	file, locked, err := flock.Make(prefix, func(name string) (*os.File, error) {
 		return open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
@@ -66,8 +68,15 @@ func (f *File) Path() string { return f.path }
 // with, and fails with an error that is fs.ErrExist if path exists: a file
 // built under a temporary name appears at path whole. It links path to the
 // file, then removes the old name; on a file system without hard links it
-// renames instead.
+// renames instead. On Windows, which renames without replacing in one step,
+// it renames.
 func (f *File) MoveTo(path string) error {
+	if done, err := moveNoReplace(f.path, path); done {
+		if err == nil {
+			f.path = path
+		}
+		return err
+	}
 	err := os.Link(f.path, path)
 	switch {
 	case err == nil:
@@ -154,9 +163,14 @@ func (f *File) ReadAt(b []byte, off int64) error {
 
 // Lock takes an exclusive lock on the file without waiting: ErrLocked if
 // another open file description (in this process or another) holds it. The
-// lock goes with Close.
+// lock goes with Close. A file that holds the lock already (Make's) keeps
+// it: Windows would refuse it a second lock of its own.
 func (f *File) Lock() error {
+	if f.locked {
+		return nil
+	}
 	switch err := flock.Lock(f.file); {
+
 	case errors.Is(err, flock.ErrHeld):
 		return ErrLocked
 	case errors.Is(err, errors.ErrUnsupported):
@@ -178,9 +192,15 @@ func (f *File) Sync() error { return f.file.Sync() }
 
 // Close releases the lock and closes the file. Regions stay mapped until they
 // are unmapped; the lock is released explicitly because a mapping keeps the
-// open file description, and so an implicit lock, alive.
+// open file description, and so an implicit lock, alive. Later calls do
+// nothing.
 func (f *File) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
 	var err error
+
 	if f.locked {
 		err = flock.Unlock(f.file)
 		f.locked = false
@@ -208,8 +228,10 @@ type Region struct {
 
 // Map maps [off, off+n) of the file, read-write if the file is writable, for
 // random access (no readahead). The range must lie inside the file. off need
-// not be aligned to the system page size; the mapping starts at the page
-// boundary below it.
+// not be aligned to the system page size; the mapping starts at the
+// boundary below it that the system maps from (a page; on Windows the
+// allocation granularity, 64 KiB).
+
 func (f *File) Map(off, n int64) (*Region, error) { return f.mapRange(off, n, false) }
 
 // MapLarge is Map with large pages where the platform has them: on Linux
@@ -229,8 +251,9 @@ func (f *File) mapRange(off, n int64, large bool) (*Region, error) {
 	if off < 0 || n <= 0 || off > size || n > size-off || n > maxMapping {
 		return nil, fmt.Errorf("%w: %d bytes at %d in a file of %d bytes", ErrOutOfRange, n, off, size)
 	}
-	page := int64(os.Getpagesize())
-	start := off - off%page
+	boundary := mapBoundary()
+	start := off - off%boundary
+
 	var r *Region
 	if large {
 		r, err = mapLarge(f, start, n+off-start)
@@ -248,17 +271,23 @@ func (f *File) mapRange(off, n int64, large bool) (*Region, error) {
 	return r, nil
 }
 
-// mapPortable maps length bytes from the page-aligned start with mmap-go.
+// mapPortable maps length bytes from start, a multiple of mapBoundary,
+// with mmap-go.
 func mapPortable(f *File, start, length int64) (*Region, error) {
 	prot := mmap.RDONLY
 	if f.writable {
 		prot = mmap.RDWR
 	}
-	mapping, err := mmap.MapRegion(f.file, int(length), prot, 0, start)
+	file, release, err := viewFile(f)
 	if err != nil {
 		return nil, err
 	}
-	return &Region{mapping: mapping, reserved: mapping, flush: mapping.Flush, unmap: mapping.Unmap}, nil
+	mapping, err := mmap.MapRegion(file, int(length), prot, 0, start)
+	if err != nil {
+		return nil, errors.Join(err, release())
+	}
+	unmap := func() error { return errors.Join(mapping.Unmap(), release()) }
+	return &Region{mapping: mapping, reserved: mapping, flush: mapping.Flush, unmap: unmap}, nil
 }
 
 // LargeBytes is how much of the region the kernel maps with large pages

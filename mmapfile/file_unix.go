@@ -3,6 +3,7 @@
 package mmapfile
 
 import (
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -30,3 +31,6 @@ func vacate(mapping []byte) error {
 		unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED)
 	return err
 }
+
+// mapBoundary is what mappings start at a multiple of: a page.
+func mapBoundary() int64 { return int64(os.Getpagesize()) }
