@@ -81,8 +81,10 @@ func RemoveUnlocked(prefix string) {
 			continue
 		}
 		if lock(file) == nil {
-			_ = os.Remove(name)
+			removeLocked(file)
+		} else {
+			_ = file.Close()
 		}
-		_ = file.Close()
+
 	}
 }

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package flock
 
@@ -17,3 +17,6 @@ func unlock(*os.File) error { return nil }
 
 // named is never asked where files cannot be locked.
 func named(*os.File) bool { return true }
+
+// removeLocked is never asked where files cannot be locked.
+func removeLocked(file *os.File) { _ = file.Close() }

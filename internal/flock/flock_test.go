@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix || windows
 
 package flock
 
@@ -67,37 +67,21 @@ func TestRemoveUnlockedRemovesOnlyWhatTheDeadLeft(t *testing.T) {
 	RemoveUnlocked(filepath.Join(dir, "missing", ".f.writing-")) // nothing to read, nothing done
 }
 
-// A file is made, then locked: in the instant between, another process's
-// RemoveUnlocked may take it for a dead one's. claim tells its maker.
-func TestClaimSaysWhetherTheFileWasTakenBeforeItsLock(t *testing.T) {
-	dir := t.TempDir()
-	prefix := filepath.Join(dir, ".f.writing-")
-	create := func(name string) *os.File {
-		file, err := os.OpenFile(prefix+name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		require.NoError(t, err)
-		t.Cleanup(func() { file.Close() })
-		return file
-	}
-
-	mine := create("mine")
-	claimed, locked, err := claim(mine)
+// A lock keeps other writers out and no reader: Windows locks are
+// mandatory for the byte range they cover, and the lock's byte lies past
+// any file's end.
+func TestALockLetsOthersReadAndWrite(t *testing.T) {
+	first, second := twoOpenFiles(t)
+	_, err := first.Write([]byte("tallybloom"))
 	require.NoError(t, err)
-	require.True(t, claimed && locked)
-	RemoveUnlocked(prefix)
-	require.FileExists(t, mine.Name(), "claimed, it stays")
-
-	removed := create("removed")
-	RemoveUnlocked(prefix) // before the maker locked it
-	claimed, locked, err = claim(removed)
+	require.NoError(t, Lock(first))
+	got := make([]byte, 10)
+	_, err = second.ReadAt(got, 0)
 	require.NoError(t, err)
-	require.False(t, claimed || locked, "its name is gone: the lock alone would not show it")
-
-	held := create("held")
-	cleaner, err := os.Open(held.Name()) // locked by a cleaner, about to remove it
+	assert.Equal(t, "tallybloom", string(got))
+	writer, err := os.OpenFile(first.Name(), os.O_RDWR, 0)
 	require.NoError(t, err)
-	defer cleaner.Close()
-	require.NoError(t, Lock(cleaner))
-	claimed, locked, err = claim(held)
-	require.NoError(t, err)
-	require.False(t, claimed || locked)
+	defer writer.Close()
+	_, err = writer.WriteAt([]byte("T"), 0)
+	assert.NoError(t, err)
 }

@@ -39,3 +39,11 @@ func named(file *os.File) bool {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	return !ok || st.Nlink > 0
 }
+
+// removeLocked removes file, which this process has locked, then closes
+// it: a maker that locks the file in between finds the lock held, and
+// never a name that is about to go.
+func removeLocked(file *os.File) {
+	_ = os.Remove(file.Name())
+	_ = file.Close()
+}
