@@ -18,7 +18,7 @@ func Of(path string) error {
 		return err
 	}
 	defer dir.Close()
-	if err := dir.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+	if err := syncDir(dir); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		return &fs.PathError{Op: "fsync", Path: name, Err: err}
 	}
 	return nil
