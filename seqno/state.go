@@ -172,8 +172,9 @@ func (a *StateArea) Load() (s State, spare bool, err error) {
 
 // bootTimeID names a boot by when it began, for kernels that keep no random
 // boot id: the seconds of the kernel's boot time (kern.boottime on macOS and
-// the BSDs) and its fraction of a second, in the unit the kernel gives it
-// (microseconds; nanoseconds on NetBSD), each as 8 little-endian bytes. Two
+// the BSDs, the time of day information on Windows) and its fraction of a
+// second, in the unit the kernel gives it (microseconds; nanoseconds on
+// NetBSD, 100 ns on Windows), each as 8 little-endian bytes. Two
 // boots of a machine do not begin at the same instant, so the id is new at
 // every boot. The kernel moves its boot time when the system clock is
 // stepped (not when it is slewed), so a process killed after such a step is
