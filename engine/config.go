@@ -258,10 +258,11 @@ type Options struct {
 	// file's writer lock is taken first and held until the new file has
 	// its name, so a writer that has the old file open makes it fail with
 	// ErrLocked, and none can open the old file meanwhile; processes that
-	// read the old file keep reading it, as after any rename. Only a
-	// regular file that starts as a filter file does is replaced
-	// (ErrNotFilter otherwise), and a failure leaves it as it was. Default
-	// false.
+	// read the old file keep reading it, as after any rename. (Windows
+	// renames over no open file: there a reader that has the old file open
+	// makes it fail with ErrLocked too.) Only a regular file that starts
+	// as a filter file does is replaced (ErrNotFilter otherwise), and a
+	// failure leaves it as it was. Default false.
 	Replace bool
 
 	// FlushWhenIdle, if positive, makes a writer flush itself once no
@@ -299,8 +300,9 @@ type Options struct {
 	// call. A reader ignores it. Default false.
 	PopulateNewSubFilters bool
 
-	// OpenFile opens the file. Default os.OpenFile. Tests replace it to
-	// inject faults.
+	// OpenFile opens the file. Default os.OpenFile (on Windows, its like
+	// that lets the open file be renamed, see mmapfile.OpenFunc). Tests
+	// replace it to inject faults.
 	OpenFile mmapfile.OpenFunc
 
 	// BootID names the current boot, to tell a process crash (recovered

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,7 +183,8 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	f, err := create(file, path, cfg, o, build)
 	switch {
 	case err == nil && replaced != nil:
-		err = file.MoveOver(path)
+		err = moveOver(file, path, replaced)
+
 	case err == nil:
 		if err = file.MoveTo(path); errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%w: %s", ErrExists, path)
@@ -228,7 +230,25 @@ func claimPath(path string, o settings) (*mmapfile.File, error) {
 	return old, nil
 }
 
+// moveOver renames the new file over path, whose old file's lock replaced
+// holds. Where the system renames over no open file (Windows), the lock's
+// handle goes first, and the system itself then refuses the rename while
+// any process has the old file, as the lock refuses another writer
+// elsewhere.
+func moveOver(file *mmapfile.File, path string, replaced *mmapfile.File) error {
+	if mmapfile.ReplacesOpenFiles {
+		return file.MoveOver(path)
+	}
+	_ = replaced.Close()
+	err := file.MoveOver(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: %s: a process has it open or mapped, a reader too, and %s replaces no such file: %w", ErrLocked, path, runtime.GOOS, err)
+	}
+	return err
+}
+
 // startsAsFilter refuses a file that does not begin with Magic. It reads
+
 // the file claimPath opened, the one whose lock it takes, not the path
 // again.
 func startsAsFilter(file *mmapfile.File) error {
