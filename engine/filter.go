@@ -184,7 +184,6 @@ func createFile(path string, cfg Config, opts *Options, build func(*Filter) erro
 	switch {
 	case err == nil && replaced != nil:
 		err = moveOver(file, path, replaced)
-
 	case err == nil:
 		if err = file.MoveTo(path); errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%w: %s", ErrExists, path)
@@ -248,7 +247,6 @@ func moveOver(file *mmapfile.File, path string, replaced *mmapfile.File) error {
 }
 
 // startsAsFilter refuses a file that does not begin with Magic. It reads
-
 // the file claimPath opened, the one whose lock it takes, not the path
 // again.
 func startsAsFilter(file *mmapfile.File) error {

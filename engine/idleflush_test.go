@@ -114,7 +114,6 @@ func TestADroppedWriterKeepsItsFile(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	path := filepath.Join(dir, "filter.tb")
-
 	added := func() uint64 {
 		f, err := Create(path, Config{Capacity: 1000, ErrorRate: 0.01}, &Options{FlushWhenIdle: 5 * time.Millisecond})
 		require.NoError(t, err)

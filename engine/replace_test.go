@@ -78,7 +78,6 @@ func TestReplace(t *testing.T) {
 		others = append(others, link)
 	}
 	for _, other := range others {
-
 		_, err := Create(other, cfg, &Options{Replace: true})
 		require.ErrorIs(t, err, ErrNotFilter, other)
 		assert.ErrorContains(t, err, "will not replace "+other)
@@ -121,7 +120,6 @@ func TestReplacedSaysAnotherFileHasTheName(t *testing.T) {
 		return
 	}
 	g, err := Create(path, cfg, &Options{Replace: true})
-
 	require.NoError(t, err)
 	require.NoError(t, g.Close())
 	replaced, err = r.Replaced()

@@ -472,7 +472,6 @@ func TestConfigDefaultsAndSeed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o644), info.Mode().Perm())
 	c, err := Create(tempPath(t), Config{Capacity: 10, ErrorRate: 0.1}, &Options{FileMode: 0o600})
-
 	require.NoError(t, err)
 	defer c.Close()
 	info, err = os.Stat(c.Path())
@@ -885,7 +884,6 @@ func TestUncommittedDirectoryNeverComesBack(t *testing.T) {
 				f.mu.retired = append(f.mu.retired, spaceOf(sub).region)
 			}
 		}},
-
 		{"an opening", func(f *Filter, next uint64) {
 			require.NoError(t, f.chain.Add(f.hasher.Key(key(next)), next))
 			require.Len(t, f.chain.SubFilters(), 4, "the add opened a sub-filter")

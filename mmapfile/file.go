@@ -170,7 +170,6 @@ func (f *File) Lock() error {
 		return nil
 	}
 	switch err := flock.Lock(f.file); {
-
 	case errors.Is(err, flock.ErrHeld):
 		return ErrLocked
 	case errors.Is(err, errors.ErrUnsupported):
@@ -200,7 +199,6 @@ func (f *File) Close() error {
 	}
 	f.closed = true
 	var err error
-
 	if f.locked {
 		err = flock.Unlock(f.file)
 		f.locked = false
@@ -231,7 +229,6 @@ type Region struct {
 // not be aligned to the system page size; the mapping starts at the
 // boundary below it that the system maps from (a page; on Windows the
 // allocation granularity, 64 KiB).
-
 func (f *File) Map(off, n int64) (*Region, error) { return f.mapRange(off, n, false) }
 
 // MapLarge is Map with large pages where the platform has them: on Linux
@@ -253,7 +250,6 @@ func (f *File) mapRange(off, n int64, large bool) (*Region, error) {
 	}
 	boundary := mapBoundary()
 	start := off - off%boundary
-
 	var r *Region
 	if large {
 		r, err = mapLarge(f, start, n+off-start)

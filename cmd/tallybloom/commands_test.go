@@ -699,7 +699,6 @@ func TestCreateDryRunSaysWhetherThereIsRoom(t *testing.T) {
 	first, err := engine.FootprintOf(engine.Config{Capacity: 1000, ErrorRate: 0.01})
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^warning: `+regexp.QuoteMeta(dir)+` has [0-9.]+ [KMGT]?i?B free, too little for the `+regexp.QuoteMeta(bytesText(grown.FileBytes-first.FileBytes))+` more it takes holding `+fmt.Sprint(capacity)+` keys\n\z`, errOut)
-
 	_, errOut, code = tallybloom(t, "create", filepath.Join(dir, "fits.tb"), "--capacity", "1000", "--error-rate", "0.01", "--holding", "5000")
 	require.Equal(t, 0, code)
 	assert.Empty(t, errOut, "no warning where the room is there")

@@ -60,7 +60,6 @@ it exits 1 when the room is too little.`,
 			if why, ok := tooLargeForWriteback(need, writebackNow()); ok {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", why)
 			}
-
 			if dryRun {
 				if _, err := os.Lstat(args[0]); err == nil {
 					return fmt.Errorf("%w: %s (it would take %s)", engine.ErrExists, args[0], plan[0])

@@ -192,7 +192,6 @@ larger than the dirty pages the kernel lets stay before it writes them back
 on its own (Linux), as a filter changed all over then waits for the disk.
 Opens the file read-only: it works while a writer runs, and names that
 writer where the system says who it is (Linux).`,
-
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := openFilter(args[0], &engine.Options{ReadOnly: true})

@@ -85,6 +85,5 @@ func RemoveUnlocked(prefix string) {
 		} else {
 			_ = file.Close()
 		}
-
 	}
 }
