@@ -84,7 +84,7 @@ across runs, for a click log, say: tail -F clicks | tallybloom dedupe
 	largePagesFlag(cmd)
 	flushWhenIdleFlag(cmd)
 	if verb != "remove" {
-		cmd.Flags().Bool("populate", false, "ready the newest sub-filter's pages for stores after the first keys, and each new sub-filter's once it opens (engine Filter.Populate): a load into a new filter runs several times as fast, and takes the sub-filter's whole room in memory at once")
+		cmd.Flags().Bool("populate", false, "ready the newest sub-filter's pages for stores after the first keys (engine Filter.Populate), and each new sub-filter's in the background once it opens (Options.PopulateNewSubFilters): a load into a new filter runs several times as fast, and takes the sub-filter's whole room in memory at once")
 	}
 	return cmd
 }
@@ -92,7 +92,10 @@ across runs, for a click log, say: tail -F clicks | tallybloom dedupe
 // change adds, removes or dedupes keys: each with id, or with idNow the
 // second it is changed at, unless the lines give ids (opts.withIDs).
 func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idNow bool, opts keyOptions, keepGoing bool) error {
-	f, err := openFilter(path, filterOptions(cmd, false))
+	populate, _ := cmd.Flags().GetBool("populate")
+	o := filterOptions(cmd, false)
+	o.PopulateNewSubFilters = populate
+	f, err := openFilter(path, o)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func change(cmd *cobra.Command, verb, path string, keys []string, id uint64, idN
 	batch := &changer{f: f, remove: verb == "remove", idNow: idNow, seen: map[string]struct{}{}}
 	watch := newWatch(f, path, f.Stats(), id, opts.withIDs, idNow, p.note)
 	watch.adds = verb != "remove"
-	watch.populate, _ = cmd.Flags().GetBool("populate")
+	watch.populate = populate
 	batch.looked = watch.look
 	if verb == "dedupe" {
 		batch.unique = bufio.NewWriter(cmd.OutOrStdout())
@@ -346,11 +349,12 @@ type watch struct {
 	// planning one takes a third of a millisecond.
 	roomFor    uint64
 	roomLooked bool
-	// populate readies each newest sub-filter's pages (--populate), once,
-	// at the first look after it is newest: populated is the first id of
-	// the one readied last.
-	populate, populatedAny bool
-	populated              uint64
+	// populate readies the pages of the sub-filter that was newest when
+	// the run began (--populate), at the first look, unless the first keys
+	// opened a new one: firstNewest is its first id. The engine readies
+	// the sub-filters the chain opens (Options.PopulateNewSubFilters).
+	populate    bool
+	firstNewest uint64
 }
 
 // newWatch watches f, of path, from before, the stats before the run; a
@@ -358,6 +362,7 @@ type watch struct {
 // lines give ids (withIDs).
 func newWatch(f *engine.Filter, path string, before engine.Stats, id uint64, withIDs, idNow bool, note func(string)) *watch {
 	w := &watch{f: f, path: path, dir: filepath.Dir(path), note: note, counts: map[int]uint64{}, warned: map[uint64]bool{}, subs: len(before.SubFilters)}
+	w.firstNewest = before.SubFilters[len(before.SubFilters)-1].FirstID
 	for _, sub := range before.SubFilters {
 		w.counts[sub.Level] = sub.Count
 	}
@@ -383,15 +388,17 @@ func (w *watch) look() {
 	}
 }
 
-// populateNewest readies the newest sub-filter's pages for stores
-// (engine Filter.Populate) with --populate, once a sub-filter. A failure
-// is told and the keys go on: populating only saves time.
-func (w *watch) populateNewest(s engine.Stats) {
-	newest := s.SubFilters[len(s.SubFilters)-1]
-	if !w.populate || (w.populatedAny && w.populated == newest.FirstID) {
+// populateFirst readies, with --populate, the pages of the sub-filter
+// that was newest when the run began (engine Filter.Populate), once. A
+// failure is told and the keys go on: populating only saves time.
+func (w *watch) populateFirst(s engine.Stats) {
+	if !w.populate {
 		return
 	}
-	w.populated, w.populatedAny = newest.FirstID, true
+	w.populate = false
+	if s.SubFilters[len(s.SubFilters)-1].FirstID != w.firstNewest {
+		return // the first keys opened a new one, which the engine readies
+	}
 	if err := w.f.Populate(); err != nil {
 		w.note(fmt.Sprintf("warning: --populate: %v; the keys are added all the same", err))
 	}
@@ -425,7 +432,7 @@ func (w *watch) lookAtAdds(s engine.Stats) {
 		w.note(fmt.Sprintf("warning: the chain holds %d of the %d sub-filters it can; once it holds all and the newest is full, adds fail until drop-before retires old ones", n, engine.MaxSubFilters))
 	}
 	w.subs = n
-	w.populateNewest(s)
+	w.populateFirst(s)
 	newest := s.SubFilters[n-1]
 	if float64(newest.Count) < nextWarnFill*float64(newest.Capacity) || (w.roomLooked && w.roomFor == newest.FirstID) {
 		return
