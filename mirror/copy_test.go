@@ -1105,19 +1105,19 @@ func TestSwitchNeedsThePendingCopysSequence(t *testing.T) {
 		assert.Equal(t, [2]uint64{gen, seq}, [2]uint64{live.gen, live.seq}, "the live copy's generation and sequence")
 	}
 
-	err := switchCopy(ctx, r, k, who, old, 5, 11)
+	err := switchCopy(ctx, r, k, who, old, 5, 11, time.Minute)
 	require.ErrorIs(t, err, errReplaced)
 	liveIs(4, 10)
 	assert.Equal(t, int64(1), raw.Exists(ctx, k.pending()).Val(), "the pending copy stays pending")
 	assert.Equal(t, int64(len(oldParts)), raw.Exists(ctx, oldParts...).Val(), "the live copy's parts stay")
 
-	require.NoError(t, switchCopy(ctx, r, k, who, old, 5, 12))
+	require.NoError(t, switchCopy(ctx, r, k, who, old, 5, 12, time.Minute))
 	liveIs(5, 12)
 	assert.Zero(t, raw.Exists(ctx, k.pending()).Val(), "the pending hash became the meta hash")
 	assert.Zero(t, raw.Exists(ctx, oldParts...).Val(), "the old copy's parts are deleted")
 
-	require.NoError(t, switchCopy(ctx, r, k, who, old, 5, 12), "a switch made again")
-	require.ErrorIs(t, switchCopy(ctx, r, k, who, old, 5, 11), errReplaced, "a switch at another sequence")
+	require.NoError(t, switchCopy(ctx, r, k, who, old, 5, 12, time.Minute), "a switch made again")
+	require.ErrorIs(t, switchCopy(ctx, r, k, who, old, 5, 11, time.Minute), errReplaced, "a switch at another sequence")
 	liveIs(5, 12)
 }
 

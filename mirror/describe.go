@@ -36,7 +36,8 @@ type Description struct {
 	// Reader names the host and process of a reader that holds the live
 	// copy (a Pull or a Restore; see Stats.Held), "" if none; ReaderFor
 	// is how long its hold lasts unless it renews it. While it holds the
-	// copy, its writer ships no change.
+	// copy, its writer ships no change, for the writer's Options.MaxHold
+	// at most.
 	Reader    string
 	ReaderFor time.Duration
 	// Memory is the memory of the Redis server that holds the name's keys
@@ -135,7 +136,7 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 		ttl, _ := parts[2].(int64)
 		d.Writer, d.WriterFor = holderOf(holder), time.Duration(max(ttl, 0))*time.Millisecond
 	}
-	if reader, ok := parts[4].(string); ok {
+	if reader, ok := holdReader(parts[4]); ok {
 		ttl, _ := parts[5].(int64)
 		d.Reader, d.ReaderFor = holderOf(reader), time.Duration(max(ttl, 0))*time.Millisecond
 	}
@@ -149,4 +150,17 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 	}
 	d.Memory = memoryOf(ctx, r, k)
 	return d, nil
+}
+
+// holdReader is the token of the reader a hold's value (see heldLua)
+// names, without the time it began; a hold cut holds no reader.
+func holdReader(value any) (string, bool) {
+	v, ok := value.(string)
+	if !ok || strings.HasPrefix(v, "!") {
+		return "", false
+	}
+	if since, token, ok := strings.Cut(v, " "); ok && since != "" && strings.Trim(since, "0123456789") == "" {
+		return token, true
+	}
+	return v, true
 }

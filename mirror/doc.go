@@ -130,9 +130,15 @@
 // holds the writer back for as long as the read takes, and changes made
 // meanwhile wait in its queue, or, past the queue's bound, in the blocks
 // it marks for the next copy; Describe and tallybloom mirror stats name
-// the reader. The key is new in this format and changes no byte of a
-// copy: a writer built before it ignores a hold, and a reader built
-// before it takes none.
+// the reader. The writer waits for one hold for Options.MaxHold at most
+// (a minute by default), by Redis's clock from the moment the hold was
+// taken: then it cuts the hold and ships, so that the copy checkers read
+// is never older than that for a reader's sake. The reader's read fails
+// with ErrCopyChanging, and for MaxHold after a cut (and as long as the
+// hold would have lasted, if that is longer) no reader holds the copy
+// (Stats.HoldsCut counts the cuts). The key is new in this format
+// and changes no byte of a copy: a writer built before it ignores a hold,
+// and a reader built before it takes none.
 //
 // # Concurrency
 //

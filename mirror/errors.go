@@ -66,8 +66,11 @@ var (
 	// hold the copy, and its writer queues its changes until they have
 	// read it. They give up with this error, after about 1.3 s, only
 	// where the hold cannot be had (Redis refuses the write: a replica,
-	// one out of memory, a user its ACL lets only read) or is not honoured (a writer built before
-	// holds, or a process other than a Mirror or Push changing the copy).
+	// one out of memory, a user its ACL lets only read) or is not
+	// honoured (a writer built before holds, or a process other than a
+	// Mirror or Push changing the copy); and at once when the writer
+	// stops waiting for their hold (its Options.MaxHold, a minute by
+	// default).
 	ErrCopyChanging = errors.New("mirror: the copy kept changing under the read")
 )
 
@@ -103,8 +106,13 @@ var errShortPart = fmt.Errorf("%w: a part of the copy is shorter than the copy s
 // readAgain reports whether a read of the whole copy (Pull, Restore) is
 // made again after err: the copy changed, or a part is not yet filled.
 func readAgain(err error) bool {
-	return errors.Is(err, ErrCopyChanging) || errors.Is(err, errShortPart)
+	return errors.Is(err, ErrCopyChanging) && !errors.Is(err, errHoldCut) || errors.Is(err, errShortPart)
 }
+
+// errHoldCut: the writer stopped waiting for the reader's hold on its
+// copy (Options.MaxHold) and ships again, so a read that needed the hold
+// is not made again.
+var errHoldCut = errors.New("its writer stopped waiting for this reader's hold")
 
 // copyChanged is the error of a read that found the copy not the one whose
 // meta hash it read (readScript's TBGEN, TBSEQ or TBDIR), or nil.

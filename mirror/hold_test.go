@@ -4,6 +4,8 @@ package mirror
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,4 +240,123 @@ func TestAHeldWriterAsksWithoutItsBatch(t *testing.T) {
 	assert.Equal(t, int32(2), ships.Load(), "the batch, once held and once shipped")
 	assert.Positive(t, asks.Load(), "asked whether the hold was gone")
 	requireSame(t, ctx, base, "asks", f)
+}
+
+// TestAWriterCutsAHoldAtMaxHold: a reader whose whole read outlasts its
+// writer's Options.MaxHold holds the writer back that long and no longer.
+// Then the writer cuts the hold and ships; the read fails with
+// ErrCopyChanging at once, not after reading again and again; and for
+// MaxHold after the cut, and as long as the hold would have lasted, no
+// reader holds the copy, where one that came would hold the writer back
+// for as long again.
+func TestAWriterCutsAHoldAtMaxHold(t *testing.T) {
+	t.Parallel()
+	eachRedis(t, testAWriterCutsAHoldAtMaxHold)
+}
+
+func testAWriterCutsAHoldAtMaxHold(t *testing.T, base Redis) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const maxHold = 600 * time.Millisecond
+	opts := &Options{PartBytes: 4096, Backoff: 10 * time.Millisecond, MaxHold: maxHold}
+	f, m, next := shipped(t, ctx, base, "cut", engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 55}, opts, 5_000)
+	k := keys{"cut"}
+	var heldAt atomic.Pointer[time.Time]
+	var shippedAfter atomic.Int64 // ns from the hold to the first change Redis took under it
+	r := callHook{base, func(s *Script, _ []string) {
+		switch s {
+		case holdScript:
+			now := time.Now()
+			heldAt.CompareAndSwap(nil, &now)
+		case readScript:
+			// A change before every read, and reads slow enough that
+			// the read outlasts the hold the writer waits for.
+			addKeysInHook(t, f, &next, 1)
+			time.Sleep(150 * time.Millisecond)
+			if at := heldAt.Load(); at != nil && shippedAfter.Load() == 0 {
+				if meta, err := readMeta(ctx, base, k); err == nil && meta.seq == f.Stats().MemSeq {
+					shippedAfter.Store(int64(time.Since(*at)))
+				}
+			}
+		}
+	}}
+	_, err := Pull(ctx, r, "cut")
+	require.ErrorIs(t, err, ErrCopyChanging)
+	require.ErrorIs(t, err, errHoldCut, "the read ends when its hold is cut: %v", err)
+	assert.ErrorContains(t, err, "Options.MaxHold")
+	require.NotNil(t, heldAt.Load(), "the reader held the copy")
+	require.Positive(t, shippedAfter.Load(), "the writer shipped during the read")
+	// Redis's clock and this one's are the same machine's; the writer
+	// asks about a hold every 100 ms at most.
+	assert.GreaterOrEqual(t, time.Duration(shippedAfter.Load()), maxHold-20*time.Millisecond, "the writer waited for the hold")
+	assert.Equal(t, uint64(1), m.Stats().HoldsCut)
+	assert.False(t, m.Stats().Held)
+
+	// The writer ships while the cut lasts, and no reader holds it.
+	addKeys(t, f, &next, 10)
+	shortly, stop := context.WithTimeout(ctx, maxHold/2)
+	defer stop()
+	require.NoError(t, m.Flush(shortly), "shipped, not held")
+	requireSame(t, ctx, base, "cut", f)
+	d, err := Describe(ctx, base, "cut")
+	require.NoError(t, err)
+	assert.Empty(t, d.Reader, "a hold cut holds no reader")
+	meta, err := readMeta(ctx, base, k)
+	require.NoError(t, err)
+	late := &reader{r: base, k: k, token: "a late reader", ttl: holdFor, wants: true}
+	_, err = late.hold(ctx, meta)
+	require.NoError(t, err)
+	assert.Zero(t, late.held, "no hold while the cut lasts")
+	assert.True(t, late.cutFound)
+
+	// Once the cut has lasted MaxHold, and as long as the hold it cut
+	// would have, a reader holds the copy again.
+	require.Eventually(t, func() bool {
+		rd := &reader{r: base, k: k, token: "a later reader", ttl: holdFor, wants: true}
+		_, err := rd.hold(ctx, meta)
+		defer rd.unhold()
+		return err == nil && rd.held == meta.gen
+	}, holdFor+maxHold, 20*time.Millisecond, "the cut expires")
+}
+
+// TestASwitchCutsAHoldAtMaxHold: a full copy's switch waits for a
+// reader's hold as shipping does, and for as long: a hold that began
+// MaxHold ago is cut at once, a new one once it is that old.
+func TestASwitchCutsAHoldAtMaxHold(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartServer(t)
+	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := newFilter(t, engine.Config{Capacity: 10_000, ErrorRate: 0.01, Seed: 56})
+	next := uint64(1)
+	addKeys(t, f, &next, 100)
+	const maxHold = 500 * time.Millisecond
+	opts := &Options{MaxHold: maxHold}
+	require.NoError(t, push(ctx, f, base, "switch", opts))
+	k := keys{"switch"}
+	redisNow := func() time.Time {
+		now, err := raw.Time(ctx).Result()
+		require.NoError(t, err)
+		return now
+	}
+	setHold := func(since time.Time) {
+		require.NoError(t, raw.Set(ctx, k.hold(), strconv.FormatInt(since.UnixMilli(), 10)+" host pid 9 0123456789abcdef", time.Minute).Err())
+	}
+
+	setHold(redisNow().Add(-time.Hour))
+	addKeys(t, f, &next, 10)
+	shortly, stop := context.WithTimeout(ctx, maxHold/2)
+	defer stop()
+	require.NoError(t, push(shortly, f, base, "switch", opts), "a hold older than MaxHold is cut at once")
+	requireSame(t, ctx, base, "switch", f)
+	assert.True(t, strings.HasPrefix(raw.Get(ctx, k.hold()).Val(), "!"), "cut")
+
+	setHold(redisNow())
+	addKeys(t, f, &next, 10)
+	start := time.Now()
+	require.NoError(t, push(ctx, f, base, "switch", opts))
+	assert.GreaterOrEqual(t, time.Since(start), maxHold-20*time.Millisecond, "the switch waited for the hold")
+	requireSame(t, ctx, base, "switch", f)
+	assert.True(t, strings.HasPrefix(raw.Get(ctx, k.hold()).Val(), "!"), "cut")
 }

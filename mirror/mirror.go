@@ -48,6 +48,15 @@ type Options struct {
 	// long may lose it to another. An idle Mirror renews it three times
 	// in that time. Default 10 s; at least 100 ms.
 	ClaimTTL time.Duration
+	// MaxHold is the longest the writer waits for one reader's hold on
+	// its copy (see the package's Reading): while a Pull or a Restore
+	// holds it, changes wait in the queue and Redis's copy, the one
+	// checkers read, stays as it was. Past MaxHold the writer cuts the
+	// hold and ships; the read fails with ErrCopyChanging, and no reader
+	// holds the copy for MaxHold after (or as long as the hold would have
+	// lasted, if longer). Default 1 minute, in which a reader on the same
+	// machine as Redis reads several GB.
+	MaxHold time.Duration
 
 	// holdBytes is the most a full copy's catch-up reads under one hold of
 	// the filter's lock, a multiple of 64; tests lower it.
@@ -79,6 +88,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.ClaimTTL == 0 {
 		r.ClaimTTL = claimTTL
+	}
+	if r.MaxHold == 0 {
+		r.MaxHold = time.Minute
 	}
 	return r
 }
@@ -115,6 +127,9 @@ func (o *Options) Validate() error {
 	if o.ClaimTTL < 0 || o.ClaimTTL > 0 && o.ClaimTTL < minClaimTTL {
 		bad("ClaimTTL %v is under %v", o.ClaimTTL, minClaimTTL)
 	}
+	if o.MaxHold < 0 {
+		bad("MaxHold %v is negative", o.MaxHold)
+	}
 	return errors.Join(errs...)
 }
 
@@ -140,6 +155,9 @@ type Stats struct {
 	// Pull or a Restore of a copy larger than one call reads, sent back
 	// by changes): until its read ends, changes wait in the queue.
 	Held bool
+	// HoldsCut counts the holds the mirror stopped waiting for, at
+	// Options.MaxHold.
+	HoldsCut uint64
 }
 
 // Mirror ships a filter's committed changes to Redis.
@@ -469,7 +487,7 @@ func (m *Mirror) copyAll() error {
 		if !m.queueGaveUp() {
 			again := m.retry()
 			again.until = m.queueGaveUp
-			err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, m.owner, old, m.gen, m.seq) })
+			err = again.do(ctx, func() error { return switchCopy(ctx, m.r, m.keys, m.owner, old, m.gen, m.seq, m.opts.MaxHold) })
 			if err == nil || !m.queueGaveUp() {
 				break
 			}
@@ -753,7 +771,7 @@ func (m *Mirror) finish(ctx context.Context, spans []engine.Span, from uint64, b
 	for _, sub := range st.SubFilters {
 		batch = append(batch, change{tallies: engine.Tallies{Level: sub.Level, Count: sub.Count, MaxID: sub.MaxID, NonZero: sub.NonZero}, hasTallies: true})
 	}
-	keys, args := m.opArgs(m.keys.pending(), append([]any{m.seq, st.MemSeq, m.gen}, m.owner.args()...), batch)
+	keys, args := m.opArgs(m.keys.pending(), m.shipHead(st.MemSeq), batch)
 	keys = append(keys, m.keys.pending()) // no reader holds a pending copy (heldLua)
 	if err := m.retry().do(ctx, func() error {
 		_, err := m.r.Eval(ctx, shipScript, false, keys, args...)
@@ -1049,10 +1067,11 @@ func largest(subs []engine.SubFilterStats) uint64 {
 }
 
 // switchCopy makes the pending copy of generation gen, at sequence seq,
-// live, and deletes old.
-func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, gen, seq uint64) error {
+// live, and deletes old. It waits for a reader's hold on the live copy,
+// for maxHold at most.
+func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, gen, seq uint64, maxHold time.Duration) error {
 	keys := append(append([]string{k.meta(), k.pending(), k.owner()}, k.copyParts(old)...), k.hold())
-	args := append([]any{gen, seq}, who.args()...)
+	args := append(append([]any{gen, seq}, who.args()...), maxHold.Milliseconds())
 	var err error
 	for {
 		var answer any
@@ -1174,6 +1193,9 @@ func (m *Mirror) ship(batch []change) error {
 	held = held && err == nil
 	m.mu.Lock()
 	m.mu.stats.Held = held
+	if answer == "CUT" {
+		m.mu.stats.HoldsCut++
+	}
 	m.mu.Unlock()
 	if held {
 		// A reader holds the copy (see keys.hold): the batch waits,
@@ -1222,9 +1244,9 @@ func (m *Mirror) ship(batch []change) error {
 }
 
 // waitOutHold waits, after a batch found a reader holding the copy, until
-// the hold is gone (or Redis does not say), or the mirror closes: it asks
-// with holdTTLScript, a call that carries nothing, where sending the
-// batch again each time would carry all of it.
+// the hold is gone or cut (or Redis does not say), or the mirror closes:
+// it asks with holdTTLScript, a call that carries nothing, where sending
+// the batch again each time would carry all of it.
 func (m *Mirror) waitOutHold(wait time.Duration) {
 	for held := true; held; {
 		select {
@@ -1232,16 +1254,27 @@ func (m *Mirror) waitOutHold(wait time.Duration) {
 			return
 		case <-time.After(wait):
 		}
-		answer, err := m.r.Eval(m.ctx, holdTTLScript, false, []string{m.keys.hold()})
+		answer, err := m.r.Eval(m.ctx, holdTTLScript, false, []string{m.keys.meta(), m.keys.hold()}, m.opts.MaxHold.Milliseconds())
 		wait, held = heldFor(answer)
 		held = held && err == nil
+		if answer == "CUT" {
+			m.mu.Lock()
+			m.mu.stats.HoldsCut++
+			m.mu.Unlock()
+		}
 	}
 }
 
 // shipArgs builds shipScript's keys and arguments for batch.
 func (m *Mirror) shipArgs(batch []change) (keys []string, args []any) {
-	keys, args = m.opArgs(m.keys.meta(), append([]any{m.seq, batch[len(batch)-1].seq, m.gen}, m.owner.args()...), batch)
+	keys, args = m.opArgs(m.keys.meta(), m.shipHead(batch[len(batch)-1].seq), batch)
 	return append(keys, m.keys.hold()), args
+}
+
+// shipHead is shipScript's arguments before the operations, for a batch
+// that takes the copy from m.seq to seq.
+func (m *Mirror) shipHead(seq uint64) []any {
+	return append(append([]any{m.seq, seq, m.gen}, m.owner.args()...), m.opts.MaxHold.Milliseconds())
 }
 
 // opArgs builds the keys and arguments of a script that applies batch to

@@ -18,9 +18,9 @@ import (
 // Zero options take their defaults; others are used as given.
 func TestOptionsDefaults(t *testing.T) {
 	d := (*Options)(nil).withDefaults()
-	assert.Equal(t, [6]int64{1_000_000, 512, 32 << 20, int64(5 * time.Second), int64(50 * time.Millisecond), int64(10 * time.Second)},
-		[6]int64{int64(d.MaxQueue), int64(d.BatchSize), int64(d.PartBytes), int64(d.Timeout), int64(d.Backoff), int64(d.ClaimTTL)})
-	o := Options{MaxQueue: 7, BatchSize: 3, PartBytes: 4096, Timeout: time.Second, Backoff: time.Millisecond, ClaimTTL: 2 * time.Second}
+	assert.Equal(t, [7]int64{1_000_000, 512, 32 << 20, int64(5 * time.Second), int64(50 * time.Millisecond), int64(10 * time.Second), int64(time.Minute)},
+		[7]int64{int64(d.MaxQueue), int64(d.BatchSize), int64(d.PartBytes), int64(d.Timeout), int64(d.Backoff), int64(d.ClaimTTL), int64(d.MaxHold)})
+	o := Options{MaxQueue: 7, BatchSize: 3, PartBytes: 4096, Timeout: time.Second, Backoff: time.Millisecond, ClaimTTL: 2 * time.Second, MaxHold: time.Second}
 	require.NoError(t, o.Validate())
 	d = o.withDefaults()
 	d.holdBytes = 0
@@ -33,10 +33,10 @@ func TestOptionsValidate(t *testing.T) {
 	assert.NoError(t, (*Options)(nil).Validate())
 	assert.NoError(t, (&Options{}).Validate())
 	assert.NoError(t, (&Options{PartBytes: maxPartBytes, ClaimTTL: minClaimTTL}).Validate())
-	bad := &Options{MaxQueue: -1, BatchSize: -1, PartBytes: 100, Timeout: -time.Second, Backoff: -time.Second, ClaimTTL: time.Millisecond}
+	bad := &Options{MaxQueue: -1, BatchSize: -1, PartBytes: 100, Timeout: -time.Second, Backoff: -time.Second, ClaimTTL: time.Millisecond, MaxHold: -time.Second}
 	err := bad.Validate()
 	assert.ErrorIs(t, err, ErrInvalidOptions)
-	for _, field := range []string{"MaxQueue", "BatchSize", "PartBytes", "Timeout", "Backoff", "ClaimTTL"} {
+	for _, field := range []string{"MaxQueue", "BatchSize", "PartBytes", "Timeout", "Backoff", "ClaimTTL", "MaxHold"} {
 		assert.ErrorContains(t, err, field)
 	}
 	assert.ErrorIs(t, (&Options{PartBytes: maxPartBytes + 64}).Validate(), ErrInvalidOptions)

@@ -102,7 +102,7 @@ func (p *Pusher) Push(ctx context.Context, f *engine.Filter) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = switchCopy(ctx, p.r, p.keys, p.who, old, gen, snap.MemSeq())
+	err = switchCopy(ctx, p.r, p.keys, p.who, old, gen, snap.MemSeq(), p.opts.MaxHold)
 	if errors.Is(err, errReplaced) {
 		return 0, errors.Join(err, discardCopy(ctx, p.r, p.keys, gen, p.opts.PartBytes, snap.SubFilters()))
 	}

@@ -53,7 +53,11 @@ type reader struct {
 	ttl     time.Duration // how long a hold lasts unless renewed (holdFor)
 	wants   bool          // hold the copy on this read, if it is larger than one call
 	held    uint64        // the generation held, or 0
+	since   time.Time     // when the hold was taken
 	renewed time.Time     // when the hold was last set
+	// cutFound: the writer had cut another reader's hold, and this one
+	// reads without one.
+	cutFound bool
 }
 
 // readWhole runs once, a read of the whole copy, again while the copy
@@ -70,6 +74,9 @@ func readWhole[T any](ctx context.Context, r Redis, k keys, once func(*reader) (
 		}
 		var none T
 		if attempt == wholeAttempts {
+			if rd.cutFound {
+				err = fmt.Errorf("%w; its writer cut a reader's hold less than its Options.MaxHold ago, and none holds the copy until then", err)
+			}
 			return none, gaveUp(err, attempt)
 		}
 		select {
@@ -83,9 +90,10 @@ func readWhole[T any](ctx context.Context, r Redis, k keys, once func(*reader) (
 // hold asks the writer of the copy meta describes to pause, if this read
 // wants it, and returns the copy's meta hash as of then: a change shipped
 // since meta was read is in it. A Redis that does not take the hold (a
-// replica, one out of memory, a user its ACL lets only read) is read
-// without one, as before there were holds; a Redis that does not answer
-// fails the read that follows.
+// replica, one out of memory, a user its ACL lets only read), and a hold
+// its writer cut for another reader, are read without one, as before
+// there were holds; a Redis that does not answer fails the read that
+// follows.
 func (rd *reader) hold(ctx context.Context, meta copyMeta) (copyMeta, error) {
 	if !rd.wants || rd.held == meta.gen {
 		return meta, nil
@@ -95,22 +103,26 @@ func (rd *reader) hold(ctx context.Context, meta copyMeta) (copyMeta, error) {
 		return meta, changed
 	}
 	if err != nil {
-		rd.wants = false
+		rd.wants, rd.cutFound = false, scriptError(err) == "TBCUT"
 		return meta, nil
 	}
-	rd.held, rd.renewed = meta.gen, time.Now()
+	rd.held, rd.since, rd.renewed = meta.gen, time.Now(), time.Now()
 	if s, ok := seq.(string); ok && s == strconv.FormatUint(meta.seq, 10) {
 		return meta, nil
 	}
 	return readMeta(ctx, rd.r, rd.k)
 }
 
-// renew keeps a hold the reader took from expiring while it reads.
+// renew keeps a hold the reader took from expiring while it reads. A
+// hold the writer cut ends the read: the writer ships again.
 func (rd *reader) renew(ctx context.Context) error {
 	if rd.held == 0 || time.Since(rd.renewed) < rd.ttl/4 {
 		return nil
 	}
 	_, err := rd.setHold(ctx, rd.held)
+	if scriptError(err) == "TBCUT" {
+		return fmt.Errorf("%w: %w after %v (its Options.MaxHold), and no reader holds the copy for as long again", ErrCopyChanging, errHoldCut, time.Since(rd.since).Round(time.Millisecond))
+	}
 	if changed := copyChanged(err); changed != nil {
 		return changed
 	}

@@ -1,6 +1,9 @@
 package mirror
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // scriptError is the TB code (and its argument) of an error a script
 // raised, or "" for any other error. Redis may put "ERR " before it.
@@ -104,11 +107,12 @@ end
 // catching up before its switch, KEYS[2] the claim on the name; the others
 // are counter parts, and the last the hold (keys.hold), or KEYS[1] again
 // for a pending copy, which no reader holds. ARGV: from, to, gen, the
-// writer's token and claim (see claimLua), then operations (see
-// applyOps). It answers OK, DUP for a batch it already applied (a resend),
-// or, applying nothing while a reader holds the copy, HELD and the hold's
-// time to live in ms (see heldFor).
-var shipScript = newScript(claimLua(2, 4) + heldLua + `
+// writer's token and claim (see claimLua), the longest it waits for a
+// hold in ms (see heldLua), then operations (see applyOps). It answers OK,
+// CUT for OK after it cut a hold, DUP for a batch it already applied (a
+// resend), or, applying nothing while a reader holds the copy, HELD and
+// the hold's time to live in ms (see heldFor).
+var shipScript = newScript(claimLua(2, 4) + heldLua(6) + `
 local meta = KEYS[1]
 local gen = redis.call('HGET', meta, 'gen')
 if not gen then return redis.error_reply('TBNOCOPY') end
@@ -117,8 +121,9 @@ local seq = tonumber(redis.call('HGET', meta, 'seq'))
 local from, to = tonumber(ARGV[1]), tonumber(ARGV[2])
 if seq == to then return 'DUP' end
 if seq ~= from then return redis.error_reply('TBSEQ ' .. tostring(seq)) end
-local first = 6` + applyOps + `
+local first = 7` + applyOps + `
 redis.call('HSET', meta, 'seq', to)
+if cut then return 'CUT' end
 return 'OK'
 `)
 
@@ -217,50 +222,84 @@ return 'OK'
 // process's copy may have replaced it). KEYS[1] is the meta hash, KEYS[2]
 // the pending one, KEYS[3] the claim, the last the hold (keys.hold), the
 // others the old copy's parts; ARGV[3] and [4] are the writer's token and
-// claim. It answers OK, or, changing nothing while a reader holds the
-// live copy, HELD and the hold's time to live (see heldFor).
+// claim, ARGV[5] the longest it waits for a hold in ms (see heldLua). It
+// answers OK, or, changing nothing while a reader holds the live copy,
+// HELD and the hold's time to live (see heldFor).
 var switchScript = newScript(claimLua(3, 3) + `
 if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] or redis.call('HGET', KEYS[2], 'seq') ~= ARGV[2] then
   return redis.error_reply('TBPENDING')
-end` + heldLua + `
+end` + heldLua(5) + `
 for i = 4, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
 redis.call('RENAME', KEYS[2], KEYS[1])
 return 'OK'
 `)
 
-// heldLua answers HELD and the hold's time to live in ms (-1 for none) if
-// the last key, the hold, exists, unless it is KEYS[1], the hash the
-// script changes: a pending copy, which no reader holds.
-const heldLua = `
-local hold = KEYS[#KEYS]
-if hold ~= KEYS[1] and redis.call('EXISTS', hold) == 1 then
-  return 'HELD ' .. redis.call('PTTL', hold)
-end
+// A hold (keys.hold) holds the time it began, in ms of Redis's clock, and
+// the token of the reader that took it: "<ms> <token>". A writer that has
+// waited for it as long as it waits for one (Options.MaxHold) cuts it: it
+// puts "!" before it, for as long as it waits or the hold would have
+// lasted, whichever is longer, and then it holds nobody.
+// A reader whose hold was cut, or that finds one cut, takes none.
+//
+// nowLua sets now to Redis's clock in ms.
+const nowLua = `
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 `
 
-// holdTTLScript answers as heldLua does whether KEYS[1], the hold,
-// exists: HELD and its time to live in ms, or OK.
-var holdTTLScript = newScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'HELD ' .. redis.call('PTTL', KEYS[1]) end
+// heldLua answers HELD and the hold's time to live in ms (-1 for none) if
+// the last key, the hold, holds a reader, unless it is KEYS[1], the hash
+// the script changes: a pending copy, which no reader holds. A hold that
+// began ARGV[arg] ms ago or more it cuts instead, and sets cut: the script
+// goes on. A hold without a start (set by hand) is never cut; it expires.
+func heldLua(arg int) string {
+	return fmt.Sprintf(`
+local cut = false
+local hold = KEYS[#KEYS]
+local held = hold ~= KEYS[1] and redis.call('GET', hold)
+if held and string.sub(held, 1, 1) ~= '!' then
+  local since = tonumber(string.match(held, '^(%%d+) '))`+nowLua+`
+  if not since or now - since < tonumber(ARGV[%[1]d]) then return 'HELD ' .. redis.call('PTTL', hold) end
+  redis.call('SET', hold, '!' .. held, 'PX', math.max(redis.call('PTTL', hold), tonumber(ARGV[%[1]d]), 1))
+  cut = true
+end
+`, arg)
+}
+
+// holdTTLScript answers as heldLua does whether KEYS[2], the hold, holds
+// a reader, ARGV[1] being the longest the writer waits: HELD and its time
+// to live in ms, OK, or CUT after cutting a hold as old as that. KEYS[1]
+// is the meta hash.
+var holdTTLScript = newScript(heldLua(1) + `
+if cut then return 'CUT' end
 return 'OK'
 `)
 
 // holdScript asks the writer of the live copy to pause (see keys.hold), if
 // that copy is still of generation ARGV[1]: it sets the hold, KEYS[2], to
 // the reader's token ARGV[2] for ARGV[3] ms, taking over another reader's
-// hold, which is as good. KEYS[1] is the meta hash. It answers the copy's
-// sequence, or raises TBGEN for another copy. A reader renews the hold as
-// it reads; one that stops leaves it to expire.
+// hold, which is as good, and keeping the time it began. KEYS[1] is the
+// meta hash. It answers the copy's sequence, or raises TBGEN for another
+// copy and TBCUT for a hold cut. A reader renews the hold as it reads; one
+// that stops leaves it to expire.
 var holdScript = newScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return redis.error_reply('TBGEN') end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+local held = redis.call('GET', KEYS[2])
+if held and string.sub(held, 1, 1) == '!' then return redis.error_reply('TBCUT') end
+local since = held and string.match(held, '^(%d+) ')
+if not since then` + nowLua + `
+  since = string.format('%.0f', now)
+end
+redis.call('SET', KEYS[2], since .. ' ' .. ARGV[2], 'PX', ARGV[3])
 return redis.call('HGET', KEYS[1], 'seq')
 `)
 
 // unholdScript ends a reader's hold, KEYS[1], if it is still the token
-// ARGV[1]'s: a hold another reader took over is left to that reader.
+// ARGV[1]'s: a hold another reader took over is left to that reader, and
+// a hold cut stays cut until it expires.
 var unholdScript = newScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local held = redis.call('GET', KEYS[1])
+if held and string.match(held, '^%d+ (.*)$') == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 'OK'
 `)
 

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -9,8 +10,8 @@ import (
 	"github.com/tallybloom/tallybloom/engine"
 )
 
-// ops splits shipScript's arguments after the header (from, to, gen and
-// the claim's two) into operations, each its letter and operands, and the
+// ops splits shipScript's arguments after the header (from, to, gen, the
+// claim's two and the longest wait for a hold) into operations, each its letter and operands, and the
 // key indexes of the parts the script checks, which follow them.
 func ops(t *testing.T, args []any) (out [][]any, checked []any) {
 	t.Helper()
@@ -18,7 +19,7 @@ func ops(t *testing.T, args []any) (out [][]any, checked []any) {
 	require.True(t, ok, "the last argument counts the parts checked: %v", args[len(args)-1])
 	end := len(args) - 1 - checks
 	operands := map[string]int{"c": 2, "n": 1, "x": 1, "t": 2, "u": 1, "d": 1}
-	for i := 5; i < end; {
+	for i := 6; i < end; {
 		op, ok := args[i].(string)
 		require.True(t, ok, "an operation letter at %d: %v", i, args[i])
 		n, ok := operands[op]
@@ -58,7 +59,7 @@ func TestShipArgsSendsTheLastOfEachSpan(t *testing.T) {
 		{seq: 17, counters: block(1, 128, 7), hasTallies: true, tallies: tallies(1, 2)},
 		{seq: 18, counters: block(0, 128, 8), hasTallies: true, tallies: tallies(0, 6)},
 	})
-	assert.Equal(t, []any{uint64(10), uint64(18), uint64(3), "me", claimTTL.Milliseconds()}, args[:5], "from, to, generation, claim")
+	assert.Equal(t, []any{uint64(10), uint64(18), uint64(3), "me", claimTTL.Milliseconds(), time.Minute.Milliseconds()}, args[:6], "from, to, generation, claim, the longest wait for a hold")
 	assert.Equal(t, []string{"{s}:meta", "{s}:owner", "{s}:g3:l0:p0", "{s}:g3:l1:p0", "{s}:hold"}, keys, "each part named once, and the hold last")
 	operations, checked := ops(t, args)
 	assert.Equal(t, [][]any{
