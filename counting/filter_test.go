@@ -249,7 +249,7 @@ func TestContainsAgreesWithProbe(t *testing.T) {
 				for i := range added + 20000 {
 					hk := h.Key(key(i))
 					p := probe(f, hk)
-					require.Equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
+					equal(t, f.Test(&p), f.Contains(hk), "key %d", i)
 					if i < added {
 						require.True(t, f.Contains(hk), "added key %d missing", i)
 					}
@@ -480,7 +480,7 @@ func TestFlatFilter(t *testing.T) {
 	for i := range 300_000 {
 		hk := h.Key(key(i))
 		p := probe(f, hk)
-		require.Equal(t, f.Test(&p), f.Contains(hk))
+		equal(t, f.Test(&p), f.Contains(hk))
 		require.Equal(t, f.Contains(hk), z.Contains(hk))
 		if i < 100 {
 			require.True(t, f.Contains(hk))
@@ -632,6 +632,16 @@ func TestPresenceFlags(t *testing.T) {
 	}
 }
 
+// equal is require.Equal for comparable values, without its reflection
+// on success: for the loops that check hundreds of thousands of cases,
+// where require.Equal took most of the time (and, emulated, a minute).
+func equal[T comparable](t *testing.T, want, got T, msgAndArgs ...any) {
+	if got != want {
+		t.Helper()
+		require.Equal(t, want, got, msgAndArgs...)
+	}
+}
+
 // setMasks undoes presenceFlags for every one of the 65 536 sets of each
 // counter word's presence bits: a change raises exactly the counters a
 // lookup tests, and touches no other word.
@@ -644,11 +654,11 @@ func TestSetMasksUndoesPresenceFlags(t *testing.T) {
 			setMasks(&masks, set)
 			for j, m := range masks {
 				if j != i {
-					require.Zero(t, m, "word %d, %#04x: a mask in word %d", i, flags, j)
+					equal(t, 0, m, "word %d, %#04x: a mask in word %d", i, flags, j)
 				}
 			}
-			require.Zero(t, masks[i]&^lowBits, "word %d, %#04x: a bit off the counters' low bits", i, flags)
-			require.Equal(t, uint16(flags), presenceFlags(masks[i]), "word %d, %#04x", i, flags)
+			equal(t, 0, masks[i]&^lowBits, "word %d, %#04x: a bit off the counters' low bits", i, flags)
+			equal(t, uint16(flags), presenceFlags(masks[i]), "word %d, %#04x", i, flags)
 		}
 	}
 }
@@ -683,15 +693,15 @@ func TestKeysTakeTheSlotStreamsCounters(t *testing.T) {
 			got[i] = rng.Uint64()
 		}
 		lo, hi := f.presenceSet(h, &got)
-		require.Equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
-		require.Equal(t, masks, got, "k=%d", k)
+		equal(t, want, [2]uint64{lo, hi}, "k=%d", k)
+		equal(t, masks, got, "k=%d", k)
 		lo, hi = presenceSetAt(h.Derived^f.slotSalt, k)
-		require.Equal(t, want, [2]uint64{lo, hi}, "k=%d: in Go", k)
+		equal(t, want, [2]uint64{lo, hi}, "k=%d: in Go", k)
 		setMasks(&got, [2]uint64{lo, hi})
-		require.Equal(t, masks, got, "k=%d: in Go", k)
+		equal(t, masks, got, "k=%d: in Go", k)
 		p := probe(f, h)
-		require.Equal(t, want, p.set, "k=%d", k)
-		require.Equal(t, masks, p.masks, "k=%d", k)
+		equal(t, want, p.set, "k=%d", k)
+		equal(t, masks, p.masks, "k=%d", k)
 	})
 }
 
@@ -749,8 +759,8 @@ func TestLookupsAgreeWithTheSlotStream(t *testing.T) {
 			{lacking, false},
 			{[2]uint64{lacking[0] | other[0]&^set[0], lacking[1] | other[1]&^set[1]}, false},
 		} {
-			require.Equal(t, c.found, presenceContains(&c.presence, state, k), "k=%d", k)
-			require.Equal(t, c.found, presenceContainsGo(&c.presence, state, k), "k=%d", k)
+			equal(t, c.found, presenceContains(&c.presence, state, k), "k=%d", k)
+			equal(t, c.found, presenceContainsGo(&c.presence, state, k), "k=%d", k)
 		}
 
 		// Counter blocks: the key's counters at 1 and every other zero,
@@ -768,11 +778,11 @@ func TestLookupsAgreeWithTheSlotStream(t *testing.T) {
 			}
 		}
 		for _, words := range []*[wordsPerBlock]uint64{&ones, &random} {
-			require.True(t, countersContains(words, state, k), "k=%d", k)
-			require.True(t, countersContainsGo(words, state, k), "k=%d", k)
+			equal(t, true, countersContains(words, state, k), "k=%d", k)
+			equal(t, true, countersContainsGo(words, state, k), "k=%d", k)
 			words[gone>>4] &^= MaxCounter << nibbleShift(gone)
-			require.False(t, countersContains(words, state, k), "k=%d", k)
-			require.False(t, countersContainsGo(words, state, k), "k=%d", k)
+			equal(t, false, countersContains(words, state, k), "k=%d", k)
+			equal(t, false, countersContainsGo(words, state, k), "k=%d", k)
 		}
 	})
 }
