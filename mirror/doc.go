@@ -12,7 +12,9 @@
 //	{N}:pending         hash: the copy being written, shaped as meta
 //	{N}:gens            the last generation handed to a copy
 //	{N}:owner           the claim of the process that writes copies
-//	{N}:hold            the token of a reader holding the live copy
+//	{N}:hold            "<ms> <token>": when a reader took its hold on the
+//	                    live copy, by Redis's clock, and its token; "!"
+//	                    before it once the writer cut it (Options.MaxHold)
 //
 // The counter strings hold the file's counter bytes unchanged (Redis
 // BITFIELD u4 order), split into parts of at most Options.PartBytes (below

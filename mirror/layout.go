@@ -65,7 +65,8 @@ func (k keys) owner() string { return "{" + k.name + "}:owner" }
 // hold names the pause a reader of a whole copy asks of its writer: while
 // it exists, the writer ships no change and switches to no new copy, so
 // that a copy read in many calls (Pull, Restore) stays at one sequence. It
-// holds the reader's token and expires unless renewed (see holdScript).
+// holds when the hold began and the reader's token, and expires unless
+// renewed (see holdScript and heldLua).
 func (k keys) hold() string { return "{" + k.name + "}:hold" }
 
 func (k keys) part(gen uint64, level int, part uint64) string {

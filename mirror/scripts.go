@@ -251,7 +251,8 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 // the last key, the hold, holds a reader, unless it is KEYS[1], the hash
 // the script changes: a pending copy, which no reader holds. A hold that
 // began ARGV[arg] ms ago or more it cuts instead, and sets cut: the script
-// goes on. A hold without a start (set by hand) is never cut; it expires.
+// goes on. A hold without a start (set by a reader built before holds
+// had one, or by hand) is never cut; it expires.
 func heldLua(arg int) string {
 	return fmt.Sprintf(`
 local cut = false
