@@ -63,8 +63,9 @@ func (k keys) gens() string { return "{" + k.name + "}:gens" }
 func (k keys) owner() string { return "{" + k.name + "}:owner" }
 
 // hold names the pause a reader of a whole copy asks of its writer: while
-// it exists, the writer ships no change and switches to no new copy, so
-// that a copy read in many calls (Pull, Restore) stays at one sequence. It
+// it holds a reader, the writer ships no change and switches to no new
+// copy, for Options.MaxHold at most, so that a copy read in many calls
+// (Pull, Restore) stays at one sequence. It
 // holds when the hold began and the reader's token, and expires unless
 // renewed (see holdScript and heldLua).
 func (k keys) hold() string { return "{" + k.name + "}:hold" }
