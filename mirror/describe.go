@@ -35,11 +35,16 @@ type Description struct {
 	Pending uint64
 	// Reader names the host and process of a reader that holds the live
 	// copy (a Pull or a Restore; see Stats.Held), "" if none; ReaderFor
-	// is how long its hold lasts unless it renews it. While it holds the
-	// copy, its writer ships no change, for the writer's Options.MaxHold
-	// at most.
-	Reader    string
-	ReaderFor time.Duration
+	// is how long its hold lasts unless it renews it, and ReaderHeld how
+	// long it has held the copy (0 where the hold does not say). While it
+	// holds the copy, its writer ships no change, for the writer's
+	// Options.MaxHold at most. HoldCut reports that the writer stopped
+	// waiting for Reader's hold: the writer ships, Reader's read fails,
+	// and for ReaderFor no reader holds the copy.
+	Reader     string
+	ReaderFor  time.Duration
+	ReaderHeld time.Duration
+	HoldCut    bool
 	// Memory is the memory of the Redis server that holds the name's keys
 	// (on a cluster, the node of its slot), or nil where Redis does not
 	// let a script ask (INFO renamed away, or denied to the user).
@@ -98,11 +103,11 @@ func memoryOf(ctx context.Context, r Redis, k keys) *Memory {
 // describeScript reads a name's live copy, claim, pending copy and hold.
 // KEYS: the meta hash, the claim, the pending hash, the hold. It answers
 // the meta hash's fields and values, the claim or false, its time to live
-// in ms, the pending copy's generation or false, and the hold or false and
-// its time to live.
-var describeScript = newScript(`
+// in ms, the pending copy's generation or false, the hold or false and its
+// time to live, and Redis's clock in ms (see heldLua).
+var describeScript = newScript(nowLua + `
 return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('PTTL', KEYS[2]), redis.call('HGET', KEYS[3], 'gen'),
-  redis.call('GET', KEYS[4]), redis.call('PTTL', KEYS[4])}
+  redis.call('GET', KEYS[4]), redis.call('PTTL', KEYS[4]), string.format('%.0f', now)}
 `)
 
 // Describe reads what Redis holds under name. It returns ErrNotMirrored if
@@ -121,7 +126,7 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 		return Description{}, fmt.Errorf("mirror: describing %q: %w", name, err)
 	}
 	parts, ok := answer.([]any)
-	if !ok || len(parts) != 6 {
+	if !ok || len(parts) != 7 {
 		return Description{}, fmt.Errorf("%w: a description of %T", ErrBadAnswer, answer)
 	}
 	var d Description
@@ -136,9 +141,9 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 		ttl, _ := parts[2].(int64)
 		d.Writer, d.WriterFor = holderOf(holder), time.Duration(max(ttl, 0))*time.Millisecond
 	}
-	if reader, ok := holdReader(parts[4]); ok {
+	if h, ok := holdOf(parts[4], parts[6]); ok {
 		ttl, _ := parts[5].(int64)
-		d.Reader, d.ReaderFor = holderOf(reader), time.Duration(max(ttl, 0))*time.Millisecond
+		d.Reader, d.ReaderFor, d.ReaderHeld, d.HoldCut = holderOf(h.token), time.Duration(max(ttl, 0))*time.Millisecond, h.held, h.cut
 	}
 	if gen, ok := parts[3].(string); ok {
 		if d.Pending, err = strconv.ParseUint(gen, 10, 64); err != nil {
@@ -152,15 +157,35 @@ func Describe(ctx context.Context, r Redis, name string) (Description, error) {
 	return d, nil
 }
 
-// holdReader is the token of the reader a hold's value (see heldLua)
-// names, without the time it began; a hold cut holds no reader.
-func holdReader(value any) (string, bool) {
+// aHold is a hold's value (see heldLua) read: the reader's token, how long
+// it has held the copy by Redis's clock (0 if the value does not say), and
+// whether the writer cut it.
+type aHold struct {
+	token string
+	held  time.Duration
+	cut   bool
+}
+
+// holdOf reads a hold's value, or reports none, at now, Redis's clock in
+// ms as describeScript answers it.
+func holdOf(value, now any) (aHold, bool) {
 	v, ok := value.(string)
-	if !ok || strings.HasPrefix(v, "!") {
-		return "", false
+	if !ok {
+		return aHold{}, false
 	}
-	if since, token, ok := strings.Cut(v, " "); ok && since != "" && strings.Trim(since, "0123456789") == "" {
-		return token, true
+	var h aHold
+	v, h.cut = strings.CutPrefix(v, "!")
+	h.token = v
+	since, token, ok := strings.Cut(v, " ")
+	if !ok || since == "" || strings.Trim(since, "0123456789") != "" {
+		return h, true // no start: set by hand, or by an older reader
 	}
-	return v, true
+	h.token = token
+	start, err1 := strconv.ParseInt(since, 10, 64)
+	clock, _ := now.(string)
+	ms, err2 := strconv.ParseInt(clock, 10, 64)
+	if err1 == nil && err2 == nil && ms > start {
+		h.held = time.Duration(ms-start) * time.Millisecond
+	}
+	return h, true
 }

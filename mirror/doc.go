@@ -138,7 +138,8 @@
 // is never older than that for a reader's sake. The reader's read fails
 // with ErrCopyChanging, and for MaxHold after a cut (and as long as the
 // hold would have lasted, if that is longer) no reader holds the copy
-// (Stats.HoldsCut counts the cuts). The key is new in this format
+// (Stats.HoldsCut counts the cuts; Describe and mirror stats say how long
+// a reader has held the copy, and whose hold was cut). The key is new in this format
 // and changes no byte of a copy: a writer built before it ignores a hold,
 // and a reader built before it takes none.
 //

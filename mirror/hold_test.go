@@ -303,7 +303,9 @@ func testAWriterCutsAHoldAtMaxHold(t *testing.T, base Redis) {
 	requireSame(t, ctx, base, "cut", f)
 	d, err := Describe(ctx, base, "cut")
 	require.NoError(t, err)
-	assert.Empty(t, d.Reader, "a hold cut holds no reader")
+	assert.True(t, d.HoldCut, "Describe says the hold was cut")
+	assert.Equal(t, thisProcess(), d.Reader, "and whose it was")
+	assert.GreaterOrEqual(t, d.ReaderHeld, maxHold, "and how long ago it began")
 	meta, err := readMeta(ctx, base, k)
 	require.NoError(t, err)
 	late := &reader{r: base, k: k, token: "a late reader", ttl: holdFor, wants: true}
@@ -362,4 +364,38 @@ func TestASwitchCutsAHoldAtMaxHold(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), maxHold-20*time.Millisecond, "the switch waited for the hold")
 	requireSame(t, ctx, base, "switch", f)
 	assert.True(t, strings.HasPrefix(raw.Get(ctx, k.hold()).Val(), "!"), "cut")
+}
+
+// TestDescribeTellsAHoldsAge: Describe names the reader of a hold, how
+// long it has held the copy by Redis's clock, and whether its writer cut
+// it; a hold that does not say when it began (set by hand, or by an older
+// reader) has no age.
+func TestDescribeTellsAHoldsAge(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartServer(t)
+	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shipped(t, ctx, base, "age", engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 57}, nil, 10)
+	now, err := raw.Time(ctx).Result()
+	require.NoError(t, err)
+	began := strconv.FormatInt(now.Add(-3*time.Second).UnixMilli(), 10)
+	for _, c := range []struct {
+		value string
+		held  time.Duration
+		cut   bool
+	}{
+		{began + " host.example pid 9 0123456789abcdef", 3 * time.Second, false},
+		{"!" + began + " host.example pid 9 0123456789abcdef", 3 * time.Second, true},
+		{"host.example pid 9 0123456789abcdef", 0, false},
+	} {
+		require.NoError(t, raw.Set(ctx, keys{"age"}.hold(), c.value, time.Minute).Err())
+		d, err := Describe(ctx, base, "age")
+		require.NoError(t, err)
+		assert.Equal(t, "host.example pid 9", d.Reader, c.value)
+		assert.Equal(t, c.cut, d.HoldCut, c.value)
+		assert.GreaterOrEqual(t, d.ReaderHeld, c.held, c.value)
+		assert.Less(t, d.ReaderHeld, c.held+time.Second, c.value)
+		assert.Greater(t, d.ReaderFor, 50*time.Second, c.value)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -504,11 +505,28 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	require.NoError(t, c.Set(ctx, "{taken}:hold", "reader.example pid 7 8899aabbccddeeff", time.Minute).Err())
 	out, errOut, code = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
 	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `\nheld +by reader\.example pid 7, reading the whole copy \(its hold lasts (5[0-9]\.[0-9]s|1m0s) unless renewed\): the writer ships no change meanwhile\n`, out)
+	assert.Regexp(t, `\nheld +by reader\.example pid 7, reading the whole copy \(its hold lasts (5[0-9]\.[0-9]s|1m0s) unless renewed\): the writer ships no change meanwhile, for its mirror\.Options\.MaxHold at most\n`, out)
 	out, _, _ = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
 	require.NoError(t, json.Unmarshal([]byte(out), &held))
 	assert.Equal(t, "reader.example pid 7", held.Reader)
 	assert.Greater(t, held.ReaderForMS, int64(50_000))
+	assert.Zero(t, held.ReaderHeldMS, "a hold that does not say when it began")
+
+	// One that says, and one its writer cut.
+	now, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	began := strconv.FormatInt(now.Add(-12*time.Second).UnixMilli(), 10)
+	require.NoError(t, c.Set(ctx, "{taken}:hold", began+" reader.example pid 7 8899aabbccddeeff", time.Minute).Err())
+	out, _, _ = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	assert.Regexp(t, `\nheld +by reader\.example pid 7, reading the whole copy for 12(\.[0-9])?s \(its hold lasts`, out)
+	require.NoError(t, c.Set(ctx, "{taken}:hold", "!"+began+" reader.example pid 7 8899aabbccddeeff", time.Minute).Err())
+	out, _, _ = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
+	assert.Regexp(t, `\nheld +no longer: the writer cut the hold of reader\.example pid 7 after 12(\.[0-9])?s \(mirror\.Options\.MaxHold\), and no reader holds the copy for (5[0-9]\.[0-9]s|1m0s)\n`, out)
+	out, _, _ = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
+	held = copyJSON{}
+	require.NoError(t, json.Unmarshal([]byte(out), &held))
+	assert.True(t, held.HoldCut)
+	assert.GreaterOrEqual(t, held.ReaderHeldMS, int64(12_000))
 
 	_, errOut, code = tallybloom(t, "mirror", "stats", "--redis", s.URL(), "--name", "nothing")
 	assert.Equal(t, 2, code)

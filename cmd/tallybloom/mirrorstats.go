@@ -15,16 +15,18 @@ import (
 // copyJSON is the shape of mirror stats --json: what Redis holds under a
 // name.
 type copyJSON struct {
-	Name        string `json:"name"`
-	Live        bool   `json:"live"`
-	Generation  uint64 `json:"generation"`
-	Seq         uint64 `json:"seq"`
-	PartBytes   uint64 `json:"part_bytes"`
-	Writer      string `json:"writer"`
-	WriterForMS int64  `json:"writer_for_ms"`
-	Pending     uint64 `json:"pending_generation"`
-	Reader      string `json:"reader,omitempty"`
-	ReaderForMS int64  `json:"reader_for_ms,omitempty"`
+	Name         string `json:"name"`
+	Live         bool   `json:"live"`
+	Generation   uint64 `json:"generation"`
+	Seq          uint64 `json:"seq"`
+	PartBytes    uint64 `json:"part_bytes"`
+	Writer       string `json:"writer"`
+	WriterForMS  int64  `json:"writer_for_ms"`
+	Pending      uint64 `json:"pending_generation"`
+	Reader       string `json:"reader,omitempty"`
+	ReaderForMS  int64  `json:"reader_for_ms,omitempty"`
+	ReaderHeldMS int64  `json:"reader_held_ms,omitempty"`
+	HoldCut      bool   `json:"hold_cut,omitempty"`
 	paramsJSON
 	Count        uint64 `json:"count"`
 	CounterBytes uint64 `json:"counter_bytes"`
@@ -59,7 +61,7 @@ func (m memoryJSON) warnings(counters uint64) []string {
 func copyOf(name string, d mirror.Description) copyJSON {
 	j := copyJSON{Name: name, Live: d.Live, Generation: d.Generation, Seq: d.Seq, PartBytes: d.PartBytes,
 		Writer: d.Writer, WriterForMS: d.WriterFor.Milliseconds(), Pending: d.Pending,
-		Reader: d.Reader, ReaderForMS: d.ReaderFor.Milliseconds(),
+		Reader: d.Reader, ReaderForMS: d.ReaderFor.Milliseconds(), ReaderHeldMS: d.ReaderHeld.Milliseconds(), HoldCut: d.HoldCut,
 		paramsJSON: paramsOf(d.Config), SubFilters: []subFilterJSON{}, chainJSON: chainOf(d.Config, len(d.SubFilters))}
 	for _, sub := range d.SubFilters {
 		j.Count += sub.Count
@@ -128,9 +130,19 @@ func printCopyTo(out io.Writer, c copyJSON) {
 	if c.Pending != 0 {
 		fmt.Fprintf(w, "pending\ta copy of generation %d, not yet live\n", c.Pending)
 	}
-	if c.Reader != "" {
-		fmt.Fprintf(w, "held\tby %s, reading the whole copy (its hold lasts %s unless renewed): the writer ships no change meanwhile\n",
-			c.Reader, (time.Duration(c.ReaderForMS) * time.Millisecond).Round(100*time.Millisecond))
+	ms := func(n int64) time.Duration {
+		return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond)
+	}
+	switch held := ""; {
+	case c.HoldCut:
+		fmt.Fprintf(w, "held\tno longer: the writer cut the hold of %s after %s (mirror.Options.MaxHold), and no reader holds the copy for %s\n",
+			c.Reader, ms(c.ReaderHeldMS), ms(c.ReaderForMS))
+	case c.Reader != "":
+		if c.ReaderHeldMS > 0 {
+			held = " for " + ms(c.ReaderHeldMS).String()
+		}
+		fmt.Fprintf(w, "held\tby %s, reading the whole copy%s (its hold lasts %s unless renewed): the writer ships no change meanwhile, for its mirror.Options.MaxHold at most\n",
+			c.Reader, held, ms(c.ReaderForMS))
 	}
 	if !c.Live {
 		fmt.Fprintf(w, "copy\tnone live\n")
