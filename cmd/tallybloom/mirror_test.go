@@ -521,7 +521,7 @@ func TestMirrorPushWaitsForATakenName(t *testing.T) {
 	assert.Regexp(t, `\nheld +by reader\.example pid 7, reading the whole copy for 12(\.[0-9])?s \(its hold lasts`, out)
 	require.NoError(t, c.Set(ctx, "{taken}:hold", "!"+began+" reader.example pid 7 8899aabbccddeeff", time.Minute).Err())
 	out, _, _ = tallybloom(t, append([]string{"mirror", "stats"}, remote...)...)
-	assert.Regexp(t, `\nheld +no longer: the writer cut the hold of reader\.example pid 7 after 12(\.[0-9])?s \(mirror\.Options\.MaxHold\), and no reader holds the copy for (5[0-9]\.[0-9]s|1m0s)\n`, out)
+	assert.Regexp(t, `\nheld +no longer: the writer cut the hold reader\.example pid 7 took 12(\.[0-9])?s ago \(mirror\.Options\.MaxHold\), and no reader holds the copy for (5[0-9]\.[0-9]s|1m0s)\n`, out)
 	out, _, _ = tallybloom(t, append([]string{"mirror", "stats", "--json"}, remote...)...)
 	held = copyJSON{}
 	require.NoError(t, json.Unmarshal([]byte(out), &held))

@@ -135,7 +135,7 @@ func printCopyTo(out io.Writer, c copyJSON) {
 	}
 	switch held := ""; {
 	case c.HoldCut:
-		fmt.Fprintf(w, "held\tno longer: the writer cut the hold of %s after %s (mirror.Options.MaxHold), and no reader holds the copy for %s\n",
+		fmt.Fprintf(w, "held\tno longer: the writer cut the hold %s took %s ago (mirror.Options.MaxHold), and no reader holds the copy for %s\n",
 			c.Reader, ms(c.ReaderHeldMS), ms(c.ReaderForMS))
 	case c.Reader != "":
 		if c.ReaderHeldMS > 0 {
