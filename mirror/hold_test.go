@@ -399,3 +399,28 @@ func TestDescribeTellsAHoldsAge(t *testing.T) {
 		assert.Greater(t, d.ReaderFor, 50*time.Second, c.value)
 	}
 }
+
+// TestABatchCutsAnOldHold: a batch that finds a hold already as old as
+// MaxHold (its writer had nothing to ship while it lasted) cuts it and
+// goes again at once, and the mirror counts the cut.
+func TestABatchCutsAnOldHold(t *testing.T) {
+	t.Parallel()
+	s := redistest.StartServer(t)
+	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const maxHold = time.Minute
+	f, m, next := shipped(t, ctx, base, "old", engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 58}, &Options{MaxHold: maxHold}, 10)
+	now, err := raw.Time(ctx).Result()
+	require.NoError(t, err)
+	hold := strconv.FormatInt(now.Add(-maxHold).UnixMilli(), 10) + " host.example pid 9 0123456789abcdef"
+	require.NoError(t, raw.Set(ctx, keys{"old"}.hold(), hold, 5*time.Second).Err())
+	addKeys(t, f, &next, 1)
+	shortly, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	require.NoError(t, m.Flush(shortly), "shipped past the hold")
+	requireSame(t, ctx, base, "old", f)
+	assert.Equal(t, uint64(1), m.Stats().HoldsCut)
+	assert.Equal(t, "!"+hold, raw.Get(ctx, keys{"old"}.hold()).Val(), "cut")
+	assert.Greater(t, raw.PTTL(ctx, keys{"old"}.hold()).Val(), 50*time.Second, "for MaxHold")
+}

@@ -1076,6 +1076,9 @@ func switchCopy(ctx context.Context, r Redis, k keys, who owner, old copyMeta, g
 	for {
 		var answer any
 		answer, err = r.Eval(ctx, switchScript, false, keys, args...)
+		if err == nil && answer == "CUT" {
+			continue // a reader's hold, cut: the switch goes again at once
+		}
 		wait, held := heldFor(answer)
 		if err != nil || !held {
 			break
@@ -1191,9 +1194,10 @@ func (m *Mirror) ship(batch []change) error {
 	var applied uint64
 	wait, held := heldFor(answer)
 	held = held && err == nil
+	cut := err == nil && answer == "CUT"
 	m.mu.Lock()
 	m.mu.stats.Held = held
-	if answer == "CUT" {
+	if cut {
 		m.mu.stats.HoldsCut++
 	}
 	m.mu.Unlock()
@@ -1202,6 +1206,9 @@ func (m *Mirror) ship(batch []change) error {
 		// queued, and the changes after it queue behind it.
 		m.waitOutHold(wait)
 		return nil
+	}
+	if cut {
+		return nil // the batch goes again at once (step)
 	}
 	switch {
 	case err == nil:

@@ -109,9 +109,9 @@ end
 // for a pending copy, which no reader holds. ARGV: from, to, gen, the
 // writer's token and claim (see claimLua), the longest it waits for a
 // hold in ms (see heldLua), then operations (see applyOps). It answers OK,
-// CUT for OK after it cut a hold, DUP for a batch it already applied (a
-// resend), or, applying nothing while a reader holds the copy, HELD and
-// the hold's time to live in ms (see heldFor).
+// DUP for a batch it already applied (a resend), or, applying nothing,
+// HELD and the hold's time to live in ms while a reader holds the copy
+// (see heldFor), or CUT once it cut a reader's hold.
 var shipScript = newScript(claimLua(2, 4) + heldLua(6) + `
 local meta = KEYS[1]
 local gen = redis.call('HGET', meta, 'gen')
@@ -123,7 +123,6 @@ if seq == to then return 'DUP' end
 if seq ~= from then return redis.error_reply('TBSEQ ' .. tostring(seq)) end
 local first = 7` + applyOps + `
 redis.call('HSET', meta, 'seq', to)
-if cut then return 'CUT' end
 return 'OK'
 `)
 
@@ -223,8 +222,9 @@ return 'OK'
 // the pending one, KEYS[3] the claim, the last the hold (keys.hold), the
 // others the old copy's parts; ARGV[3] and [4] are the writer's token and
 // claim, ARGV[5] the longest it waits for a hold in ms (see heldLua). It
-// answers OK, or, changing nothing while a reader holds the live copy,
-// HELD and the hold's time to live (see heldFor).
+// answers OK, or, changing nothing, HELD and the hold's time to live
+// while a reader holds the live copy (see heldFor), or CUT once it cut a
+// reader's hold.
 var switchScript = newScript(claimLua(3, 3) + `
 if redis.call('HGET', KEYS[2], 'gen') ~= ARGV[1] or redis.call('HGET', KEYS[2], 'seq') ~= ARGV[2] then
   return redis.error_reply('TBPENDING')
@@ -250,19 +250,18 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 // heldLua answers HELD and the hold's time to live in ms (-1 for none) if
 // the last key, the hold, holds a reader, unless it is KEYS[1], the hash
 // the script changes: a pending copy, which no reader holds. A hold that
-// began ARGV[arg] ms ago or more it cuts instead, and sets cut: the script
-// goes on. A hold without a start (set by a reader built before holds
+// began ARGV[arg] ms ago or more it cuts instead, and answers CUT, having
+// changed nothing else: the writer then makes its call again. A hold without a start (set by a reader built before holds
 // had one, or by hand) is never cut; it expires.
 func heldLua(arg int) string {
 	return fmt.Sprintf(`
-local cut = false
 local hold = KEYS[#KEYS]
 local held = hold ~= KEYS[1] and redis.call('GET', hold)
 if held and string.sub(held, 1, 1) ~= '!' then
   local since = tonumber(string.match(held, '^(%%d+) '))`+nowLua+`
   if not since or now - since < tonumber(ARGV[%[1]d]) then return 'HELD ' .. redis.call('PTTL', hold) end
   redis.call('SET', hold, '!' .. held, 'PX', math.max(redis.call('PTTL', hold), tonumber(ARGV[%[1]d]), 1))
-  cut = true
+  return 'CUT'
 end
 `, arg)
 }
@@ -272,7 +271,6 @@ end
 // to live in ms, OK, or CUT after cutting a hold as old as that. KEYS[1]
 // is the meta hash.
 var holdTTLScript = newScript(heldLua(1) + `
-if cut then return 'CUT' end
 return 'OK'
 `)
 
