@@ -251,8 +251,9 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 // the last key, the hold, holds a reader, unless it is KEYS[1], the hash
 // the script changes: a pending copy, which no reader holds. A hold that
 // began ARGV[arg] ms ago or more it cuts instead, and answers CUT, having
-// changed nothing else: the writer then makes its call again. A hold without a start (set by a reader built before holds
-// had one, or by hand) is never cut; it expires.
+// changed nothing else: the writer then makes its call again. A hold
+// without a start (set by a reader built before holds had one, or by
+// hand) is never cut; it expires.
 func heldLua(arg int) string {
 	return fmt.Sprintf(`
 local hold = KEYS[#KEYS]
