@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -93,10 +94,7 @@ func testReadersHoldTheCopyOfAWriterThatNeverPauses(t *testing.T, base Redis) {
 // the live copy stays as it was meanwhile.
 func TestAHoldItsReaderLeftExpires(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, base, raw, ctx := oneServer(t)
 	f, m, next := shipped(t, ctx, base, "left", engine.Config{Capacity: 10_000, ErrorRate: 0.01, Seed: 51}, nil, 100)
 	k := keys{"left"}
 	before, err := readMeta(ctx, base, k)
@@ -177,10 +175,7 @@ func TestAReaderRenewsItsHold(t *testing.T) {
 // succeeds there.
 func TestAReadWithoutAHold(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	s, base, raw, ctx := oneServer(t)
 	f, _, _ := shipped(t, ctx, base, "ro", engine.Config{Capacity: 400_000, ErrorRate: 0.01, Seed: 53}, smallParts, 5_000)
 	require.NoError(t, raw.Do(ctx, "ACL", "SETUSER", "reader", "on", ">secret", "~*", "+@read", "+@scripting", "-@write").Err())
 	require.NoError(t, raw.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err()) // a replica syncs at once
@@ -219,10 +214,7 @@ func TestAReadWithoutAHold(t *testing.T) {
 // and sends its batch again only once it is.
 func TestAHeldWriterAsksWithoutItsBatch(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, base, raw, ctx := oneServer(t)
 	var ships, asks atomic.Int32
 	counted := callHook{base, func(s *Script, _ []string) {
 		switch s {
@@ -329,10 +321,7 @@ func testAWriterCutsAHoldAtMaxHold(t *testing.T, base Redis) {
 // MaxHold ago is cut at once, a new one once it is that old.
 func TestASwitchCutsAHoldAtMaxHold(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, base, raw, ctx := oneServer(t)
 	f := newFilter(t, engine.Config{Capacity: 10_000, ErrorRate: 0.01, Seed: 56})
 	next := uint64(1)
 	addKeys(t, f, &next, 100)
@@ -372,10 +361,7 @@ func TestASwitchCutsAHoldAtMaxHold(t *testing.T) {
 // reader) has no age.
 func TestDescribeTellsAHoldsAge(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, base, raw, ctx := oneServer(t)
 	shipped(t, ctx, base, "age", engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 57}, nil, 10)
 	now, err := raw.Time(ctx).Result()
 	require.NoError(t, err)
@@ -405,10 +391,7 @@ func TestDescribeTellsAHoldsAge(t *testing.T) {
 // goes again at once, and the mirror counts the cut.
 func TestABatchCutsAnOldHold(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	base, raw := dial(t, s.URL(), false), redistest.Client(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, base, raw, ctx := oneServer(t)
 	const maxHold = time.Minute
 	f, m, next := shipped(t, ctx, base, "old", engine.Config{Capacity: 1000, ErrorRate: 0.01, Seed: 58}, &Options{MaxHold: maxHold}, 10)
 	now, err := raw.Time(ctx).Result()
@@ -423,4 +406,15 @@ func TestABatchCutsAnOldHold(t *testing.T) {
 	assert.Equal(t, uint64(1), m.Stats().HoldsCut)
 	assert.Equal(t, "!"+hold, raw.Get(ctx, keys{"old"}.hold()).Val(), "cut")
 	assert.Greater(t, raw.PTTL(ctx, keys{"old"}.hold()).Val(), 50*time.Second, "for MaxHold")
+}
+
+// oneServer starts a Redis server for a test of holds and dials it as the
+// mirror does (base) and as a plain client (raw), which sets and reads the
+// hold by hand; ctx ends with the test, or after 30 s.
+func oneServer(t *testing.T) (s *redistest.Server, base Redis, raw *redis.Client, ctx context.Context) {
+	t.Helper()
+	s = redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return s, dial(t, s.URL(), false), redistest.Client(t, s), ctx
 }
